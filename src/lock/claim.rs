@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::remote_claim::{self, Marked};
-use super::{LockEntry, LockState, Release, ReleaseOutcome, classify};
+use super::{LockEntry, Release, ReleaseOutcome, classify};
 use crate::clock::{self, Timestamp};
 use crate::error::Result;
 use crate::fsutil;
@@ -171,23 +171,13 @@ pub(super) fn release_here(
         let same: Vec<usize> = (0..all.len())
             .filter(|&i| all[i].file == p.as_str())
             .collect();
-        let outcome = if let Some(&i) = same.iter().find(|&&i| all[i].agent == me) {
-            ours(&all, i, &mut gone, &mut marked)
-        } else if same.is_empty() {
-            ReleaseOutcome::NotLocked
-        } else if let Some(&i) =
-            (same.iter()).find(|&&i| !force || all[i].state != LockState::Stale)
-        {
-            ReleaseOutcome::HeldByOther {
-                holder: all[i].holder().to_string(),
-                state: all[i].state,
+        let outcome = match super::release::verdict(&same, |&i| &all[i], me, force) {
+            Ok(j) => ours(&all, same[j], &mut gone, &mut marked),
+            Err(forced @ ReleaseOutcome::ForcedStale { .. }) => {
+                same.iter().for_each(|&i| gone[i] = true);
+                forced
             }
-        } else {
-            let from: Vec<String> = same.iter().map(|&i| all[i].holder().to_string()).collect();
-            same.iter().for_each(|&i| gone[i] = true);
-            ReleaseOutcome::ForcedStale {
-                from: from.join(", "),
-            }
+            Err(other) => other,
         };
         out.push(Release::new(p.as_str(), true, outcome));
     }
@@ -220,7 +210,7 @@ fn finish(
         write_all(root, &keep.map(|(e, _)| raw_text(e)).collect::<Vec<_>>())?;
     }
     if record {
-        super::events::released(root, agent, &out, true);
+        super::events::released(root, agent, &out);
     }
     Ok((out, marked))
 }

@@ -71,12 +71,12 @@ pub(super) fn refused(root: &Path, req: &LockRequest, err: crate::Error) -> crat
     err
 }
 
-/// Locks (or, with `claims`, claims) given back: one event for each removed (a forced STALE
-/// one names its holder).
-pub(super) fn released(root: &Path, agent: &AgentId, out: &[Release], claims: bool) {
+/// Locks and claims given back: one event for each removed (a forced STALE one names its
+/// holder).
+pub(super) fn released(root: &Path, agent: &AgentId, out: &[Release]) {
     let kinds = (Kind::LockReleased, Kind::ClaimReleased);
     for r in out {
-        let event = about(kinds, claims, agent.id(), &r.file);
+        let event = about(kinds, r.claim, agent.id(), &r.file);
         let event = match &r.outcome {
             ReleaseOutcome::Released => event,
             ReleaseOutcome::ForcedStale { from } => {

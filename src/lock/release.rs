@@ -151,29 +151,46 @@ fn release_files(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut g = Gathered::default();
-    for (target, mut entries) in targets.iter().zip(list_for_release(ws, agent, &targets)?) {
+    // Each folder listed once, in every work tree (temporary files of killed processes swept in
+    // the same pass, as `acquire` does).
+    let roster = lookup_roster(ws.root());
+    let listing = Listing {
+        sweep: true,
+        roster: &roster,
+        ..Listing::default()
+    };
+    for (target, mut entries) in targets.iter().zip(list_locks_each(&targets, listing)?) {
         entries.retain(|e| !g.done.contains(&e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);
-        let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
-            g.ours(&target.rel, mine)
-        } else if entries.is_empty() {
+        let outcome = match verdict(&entries, |e| e, agent.id(), force) {
+            Ok(i) => g.ours(&target.rel, &entries[i]),
             // No lock file in any work tree: an entry of ours left for it (its lock file
             // removed by hand, or never published by a process killed in between) goes.
-            index::forget(ws.root(), &target.rel, agent.id());
-            ReleaseOutcome::NotLocked
-        } else if let Some(held) = (entries.iter()).find(|e| !force || e.state != LockState::Stale)
-        {
-            ReleaseOutcome::HeldByOther {
-                holder: held.holder().to_string(),
-                state: held.state,
+            Err(ReleaseOutcome::NotLocked) => {
+                index::forget(ws.root(), &target.rel, agent.id());
+                ReleaseOutcome::NotLocked
             }
-        } else {
-            force_stale(ws, &entries, &mut g.done)?
+            // Removed only if unchanged since judged STALE.
+            Err(forced @ ReleaseOutcome::ForcedStale { .. }) => {
+                for e in &entries {
+                    if !take_over(ws.root(), e)? {
+                        let message = format!(
+                            "the lock of {} on `{}` changed while being removed",
+                            e.holder(),
+                            e.file
+                        );
+                        return Err(Error::refused(Refusal::LockChanged, message, None));
+                    }
+                    g.done.insert(e.lock_path.clone());
+                }
+                forced
+            }
+            Err(other) => other,
         };
         out.push(Release::new(&target.rel, false, outcome));
     }
     remove_ours(ws, agent, &g.ours)?;
-    super::events::released(ws.root(), agent, &out, false);
+    super::events::released(ws.root(), agent, &out);
     drop(mutex);
     if all {
         let (claims, more) = super::claim::release_here(ws, agent, None, false)?;
@@ -203,62 +220,31 @@ impl Gathered {
     }
 }
 
-/// The lock files of each of `targets`, each folder listed once (temporary files of killed
-/// processes swept in the same pass, as `acquire` does).
-fn list_for_release(
-    ws: &Workspace,
-    agent: &AgentId,
-    targets: &[Target],
-) -> Result<Vec<Vec<LockEntry>>> {
-    let roster = lookup_roster(ws.root());
-    let listing = Listing {
-        sweep: true,
-        this_tree_only: true,
-        ..Listing::of(&roster)
-    };
-    let mut listed = list_locks_each(targets, listing)?;
-    let elsewhere: Vec<usize> = (0..targets.len())
-        .filter(|&i| !listed[i].iter().any(|e| e.agent == agent.id()))
-        .collect();
-    if !elsewhere.is_empty() && !crate::worktree::others(ws.root()).is_empty() {
-        let again: Vec<Target> = elsewhere.iter().map(|&i| targets[i].clone()).collect();
-        let everywhere = Listing {
-            this_tree_only: false,
-            ..listing
-        };
-        for (i, entries) in elsewhere
-            .into_iter()
-            .zip(list_locks_each(&again, everywhere)?)
-        {
-            listed[i] = entries;
-        }
+/// What releasing the judged records `entries` of one file (or pattern) by `me` comes to: ours
+/// (`Ok`, its index), else nothing there, held by another, or with `force` only STALE records
+/// of others, for the caller to remove.
+pub(super) fn verdict<'e, T>(
+    entries: &'e [T],
+    entry: impl Fn(&'e T) -> &'e LockEntry,
+    me: &str,
+    force: bool,
+) -> Result<usize, ReleaseOutcome> {
+    if let Some(i) = entries.iter().position(|e| entry(e).agent == me) {
+        return Ok(i);
     }
-    Ok(listed)
-}
-
-/// Remove the STALE locks of others `entries` (`--force`), each only if unchanged.
-fn force_stale(
-    ws: &Workspace,
-    entries: &[LockEntry],
-    done: &mut HashSet<PathBuf>,
-) -> Result<ReleaseOutcome> {
-    let from: Vec<String> = entries.iter().map(|e| e.holder().to_string()).collect();
-    for e in entries {
-        if !take_over(ws.root(), e)? {
-            return Err(Error::refused(
-                Refusal::LockChanged,
-                format!(
-                    "the lock of {} on `{}` changed while being removed",
-                    e.holder(),
-                    e.file
-                ),
-                None,
-            ));
+    let mut all = entries.iter().map(&entry);
+    Err(if entries.is_empty() {
+        ReleaseOutcome::NotLocked
+    } else if let Some(held) = all.find(|e| !force || e.state != LockState::Stale) {
+        ReleaseOutcome::HeldByOther {
+            holder: held.holder().to_string(),
+            state: held.state,
         }
-        done.insert(e.lock_path.clone());
-    }
-    Ok(ReleaseOutcome::ForcedStale {
-        from: from.join(", "),
+    } else {
+        let from: Vec<&str> = entries.iter().map(|e| entry(e).holder()).collect();
+        ReleaseOutcome::ForcedStale {
+            from: from.join(", "),
+        }
     })
 }
 
@@ -293,7 +279,7 @@ pub(super) fn give_back(
     }
     let removed = remove_ours(ws, agent, &g.ours);
     if removed.is_ok() && record {
-        super::events::released(ws.root(), agent, &out, false);
+        super::events::released(ws.root(), agent, &out);
     }
     // Whoever sleeps on a lock file this process kept locked wakes once the mutex is free.
     drop(mutex);

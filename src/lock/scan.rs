@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{BAD_NAME, LockEntry, classify, index};
@@ -23,18 +24,27 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 /// [`locks_of`], with an error when the folder cannot be listed (a folder coord cannot read is
 /// not a folder without locks).
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
-    let one = std::slice::from_ref(target);
-    let roster = roster_of(one);
-    Ok(list_locks_each(one, Listing::of(&roster))?
+    Ok(try_locks_each(std::slice::from_ref(target))?
         .pop()
         .unwrap_or_default())
 }
 
-/// The roster to look up for `targets` ([`lookup_roster`] of their root).
-fn roster_of(targets: &[Target]) -> Vec<String> {
-    (targets.first().and_then(root_of))
-        .map(|root| lookup_roster(&root))
-        .unwrap_or_default()
+/// The lock files of each of `targets` (in their order), unjudged, each sorted by agent; each
+/// folder listed once. A folder that cannot be listed gives its targets no locks.
+pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
+    // One folder could not be listed: the others still count.
+    try_locks_each(targets).unwrap_or_else(|_| targets.iter().map(locks_of).collect())
+}
+
+/// [`list_locks_each`] of `targets`, looking up the roster of their root by exact name.
+fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
+    let root = targets.first().and_then(root_of);
+    let roster = root.map(|root| lookup_roster(&root)).unwrap_or_default();
+    let how = Listing {
+        roster: &roster,
+        ..Listing::default()
+    };
+    list_locks_each(targets, how)
 }
 
 /// How [`list_locks_each`] lists the locks of targets.
@@ -47,19 +57,8 @@ pub(super) struct Listing<'a> {
     pub(super) roster: &'a [String],
     /// An agent whose locks are left unread: the caller knows what it wrote itself.
     pub(super) except: Option<&'a str>,
-    /// Leave out the same paths in the repository's other work trees (a caller that looks
-    /// there itself only when this tree did not answer).
+    /// Leave out the same paths in the repository's other work trees.
     pub(super) this_tree_only: bool,
-}
-
-impl<'a> Listing<'a> {
-    /// A plain listing that also looks up `roster` by exact name.
-    pub(super) fn of(roster: &'a [String]) -> Self {
-        Listing {
-            roster,
-            ..Listing::default()
-        }
-    }
 }
 
 #[cfg(test)]
@@ -82,11 +81,17 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
     // the server (`LockEntry::read_listed`).
     let network =
         (root.as_ref()).is_some_and(|r| arbiter::policy(r).is_ok_and(|p| p.exact_lookups));
-    list_folders(targets, how, network, &mut out)?;
+    list_folders(targets, how, network, None, &mut out)?;
     // The same paths in the other work trees of the repository: a lock there holds the file
     // here too.
     if let Some(root) = root.filter(|_| !how.this_tree_only) {
-        list_other_trees(&root, targets, &mut out);
+        for tree in crate::worktree::others(&root) {
+            let there = Listing {
+                sweep: false,
+                ..how
+            };
+            list_folders(targets, there, false, Some(&tree.top), &mut out)?;
+        }
     }
     // A listing may come from a cache that has not seen another machine's new lock yet: where
     // that can happen, every agent on the roster is also looked up by its exact lock name.
@@ -103,18 +108,24 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
     Ok(out)
 }
 
-/// The lock files in the folders of `targets` (each listed once), into `out`.
+/// The lock files in the folders of `targets` (each listed once), into `out`; with `tree`, in
+/// the same folders of that other work tree of the repository (one it cannot list gives none).
 fn list_folders(
     targets: &[Target],
     how: Listing<'_>,
     network: bool,
+    tree: Option<&Path>,
     out: &mut [Vec<LockEntry>],
 ) -> Result<()> {
     // Folder → base name → the targets of that name.
-    let mut folders: BTreeMap<&Path, HashMap<&str, Vec<usize>>> = BTreeMap::new();
+    let mut folders: BTreeMap<PathBuf, HashMap<&str, Vec<usize>>> = BTreeMap::new();
     for (i, target) in targets.iter().enumerate() {
         let base = target.abs.file_name().and_then(|n| n.to_str());
-        if let (Some(dir), Some(base)) = (target.abs.parent(), base) {
+        let dir = match tree {
+            None => target.abs.parent().map(Path::to_path_buf),
+            Some(top) => Path::new(&target.rel).parent().map(|d| top.join(d)),
+        };
+        if let (Some(dir), Some(base)) = (dir, base) {
             folders
                 .entry(dir)
                 .or_default()
@@ -132,12 +143,15 @@ fn list_folders(
         #[cfg(test)]
         LISTINGS.with(|n| n.set(n.get() + 1));
         let entries = match crate::fsutil::read_dir(dir) {
-            // A folder not made yet holds no lock (here; the other trees are looked at below).
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // A folder not made yet holds no lock (here; the other trees are looked at apart).
+            Err(e) if tree.is_some() || e.kind() == io::ErrorKind::NotFound => continue,
             listed => listed.at("list", dir)?,
         };
         for entry in entries {
-            let entry = entry.at("list", dir)?;
+            let entry = match entry {
+                Err(_) if tree.is_some() => break,
+                entry => entry.at("list", dir)?,
+            };
             let name = entry.file_name();
             match name.to_str().and_then(layout::parse_lock_name) {
                 Some((b, agent)) if how.except != Some(agent.as_str()) => {
@@ -154,42 +168,6 @@ fn list_folders(
         }
     }
     Ok(())
-}
-
-/// The lock files of `targets`' paths in the other work trees of `root`'s repository (one
-/// listing of each folder that exists there), into `out`.
-fn list_other_trees(root: &Path, targets: &[Target], out: &mut [Vec<LockEntry>]) {
-    for tree in crate::worktree::others(root) {
-        for (i, target) in targets.iter().enumerate() {
-            let (Some(rel_dir), Some(base)) = (
-                Path::new(&target.rel).parent(),
-                target.abs.file_name().and_then(|n| n.to_str()),
-            ) else {
-                continue;
-            };
-            let dir = tree.top.join(rel_dir);
-            let Ok(names) = fsutil::list_names(&dir) else {
-                continue;
-            };
-            for name in names {
-                if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
-                    && b == base
-                {
-                    out[i].extend(LockEntry::read(dir.join(&name), target.rel.clone(), agent));
-                }
-            }
-        }
-    }
-}
-
-/// The lock files of each of `targets` (in their order), unjudged, each sorted by agent; each
-/// folder listed once. A folder that cannot be listed gives its targets no locks.
-pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
-    let roster = roster_of(targets);
-    list_locks_each(targets, Listing::of(&roster)).unwrap_or_else(|_| {
-        // One folder could not be listed: the others still count.
-        targets.iter().map(locks_of).collect()
-    })
 }
 
 /// The workspace root of a target (its absolute path less its relative one).

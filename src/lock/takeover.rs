@@ -11,17 +11,13 @@ use crate::fsutil::{self, RECORD_CAP};
 /// Remove a stale lock, but only if it is still exactly what was judged stale, and its entry
 /// in the index of `root` once it is gone (whichever work tree it lay in).
 pub(super) fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
-    let gone = take_over_file(e)?;
-    if gone {
+    let gone = || {
         super::index::forget_removed(root, &e.file, &e.agent, &e.lock_path);
-    }
-    Ok(gone)
-}
-
-fn take_over_file(e: &LockEntry) -> Result<bool> {
+        Ok(true)
+    };
     let dir = e.lock_path.parent().unwrap_or(Path::new("."));
     let Ok(meta) = fs::symlink_metadata(&e.lock_path) else {
-        return Ok(true); // already gone
+        return gone(); // already gone
     };
     if meta.is_dir() {
         return Err(Error::Failed {
@@ -37,7 +33,7 @@ fn take_over_file(e: &LockEntry) -> Result<bool> {
     match fsutil::rename(&e.lock_path, &aside) {
         Ok(()) => {}
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(true);
+            return gone();
         }
         Err(Error::Io { source, .. }) => return Err(source).at("move aside", &e.lock_path),
         Err(other) => return Err(other),
@@ -56,5 +52,5 @@ fn take_over_file(e: &LockEntry) -> Result<bool> {
         return Ok(false);
     }
     drop(aside); // removes the renamed record
-    Ok(true)
+    gone()
 }

@@ -51,8 +51,9 @@ fn the_ttl_decides_staleness_both_ways_in_time() {
     }
 }
 
+/// Two live locks on one file conflict; a lock whose process is gone is stale at once.
 #[test]
-fn two_live_locks_on_one_file_conflict() {
+fn conflicts_and_dead_processes_are_judged() {
     let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
     let entries = vec![
         entry("a", "claude", "locked_at: 2026-01-28T01:09:00+00:00\n"),
@@ -61,10 +62,6 @@ fn two_live_locks_on_one_file_conflict() {
     ];
     use LockState::{Conflict, Live};
     assert_eq!(judge(entries, &now), [Conflict, Conflict, Live]);
-}
-
-#[test]
-fn a_dead_process_makes_a_lock_stale_at_once() {
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let pid = child.id();
     child.wait().unwrap();

@@ -43,7 +43,8 @@ pub(super) fn attempt(
     let mut t = Try::read(ws, req, targets, tickets, mine);
     let listing = Listing {
         sweep: true,
-        ..Listing::of(&roster)
+        roster: &roster,
+        ..Listing::default()
     };
     // Every folder is listed once, however many of the targets it holds.
     let listed = list_locks_each(targets, listing)?;

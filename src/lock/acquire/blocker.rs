@@ -11,7 +11,7 @@ use crate::host;
 use crate::presence::{self, AgentState};
 
 /// Who or what stands in the way of a lock.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Blocker {
     /// The file.
     pub file: String,
@@ -49,33 +49,31 @@ pub struct Follows {
     pub client: bool,
 }
 
-/// What a waiter is told about: who is in the way, in what state, until when. A change in any
-/// of these is worth a line.
-pub(super) type Situation = (
-    String,
-    usize,
-    Option<AgentState>,
-    Option<Follows>,
-    Option<Timestamp>,
-);
-
 impl Blocker {
-    pub(super) fn situation(&self) -> Situation {
-        (
-            self.holder.clone(),
-            self.queued_ahead,
-            self.holder_state,
-            self.follows,
+    /// What a waiter is told about: who is in the way, in what state, until when. A change in
+    /// any of these is worth a line.
+    pub(super) fn situation(&self) -> Blocker {
+        Blocker {
+            holder: self.holder.clone(),
+            queued_ahead: self.queued_ahead,
+            holder_state: self.holder_state,
+            follows: self.follows,
             // While the holder is ACTIVE, the time moves with each of its heartbeats: not news.
-            self.takeable_at
+            takeable_at: (self.takeable_at)
                 .filter(|_| self.holder_state != Some(AgentState::Active)),
-        )
+            ..Blocker::default()
+        }
     }
 }
 
 /// The refusal of a request `b` stands in the way of, after a wait of `elapsed` if `waited`.
 pub(super) fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
-    let waited_for = clock::format_duration(round_wait(elapsed));
+    // Whole seconds from one second on, milliseconds below.
+    let waited_for = clock::format_duration(if elapsed >= Duration::from_secs(1) {
+        Duration::from_secs(elapsed.as_secs_f64().round() as u64)
+    } else {
+        Duration::from_millis(elapsed.as_millis() as u64)
+    });
     if b.queued_ahead > 0 {
         let one = b.queued_ahead == 1;
         let (s, verb_s) = if one { ("", "s") } else { ("s", "") };
@@ -104,15 +102,6 @@ pub(super) fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Erro
             since: b.since,
             working_on: b.working_on,
         }
-    }
-}
-
-/// A wait as a person reads it: whole seconds from one second on, milliseconds below.
-fn round_wait(d: Duration) -> Duration {
-    if d >= Duration::from_secs(1) {
-        Duration::from_secs(d.as_secs_f64().round() as u64)
-    } else {
-        Duration::from_millis(d.as_millis() as u64)
     }
 }
 
@@ -153,9 +142,19 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
             Some(expires.max(inactive))
         })(),
     };
+    // Where the lock lies, when that is another work tree of the repository:
+    // `Claude (worktree /repo-b, branch feature)`.
+    let holder = match crate::worktree::tree_of(root, &e.lock_path) {
+        Some(t) if t.top != root => format!(
+            "{} ({})",
+            e.holder(),
+            crate::worktree::place(t.top.display(), t.branch().as_deref())
+        ),
+        _ => e.holder().to_string(),
+    };
     Blocker {
         file: e.file.clone(),
-        holder: holder_where(root, e),
+        holder,
         since: format_since(e.since.as_ref(), now),
         working_on,
         record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
@@ -180,19 +179,6 @@ pub(super) fn claim_blocker(
     b.holder = super::super::claim::holder_text(root, &c.entry);
     b.pattern = Some(c.entry.file.clone());
     b
-}
-
-/// The holder's display name, and where its lock lies when that is another work tree of the
-/// repository: `Claude (worktree /repo-b, branch feature)`.
-pub fn holder_where(root: &Path, e: &LockEntry) -> String {
-    match crate::worktree::tree_of(root, &e.lock_path) {
-        Some(t) if t.top != root => format!(
-            "{} ({})",
-            e.holder(),
-            crate::worktree::place(t.top.display(), t.branch().as_deref())
-        ),
-        _ => e.holder().to_string(),
-    }
 }
 
 /// What a holder works on, as shown after "held by X since T": its presence's task, and the

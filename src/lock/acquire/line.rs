@@ -2,7 +2,8 @@
 //! without the lock, and the deadlock check made every time a request would wait.
 
 use super::super::own_locks_listed;
-use super::LockRequest;
+use super::wake::Waits;
+use super::{LockRequest, Tries};
 use crate::clock;
 use crate::error::Error;
 use crate::lock::deadlock::{self, WaitEdge};
@@ -11,22 +12,18 @@ use crate::presence::{self, StateCache};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
-pub(super) struct Waiting<'a> {
-    pub(super) ws: &'a Workspace,
-    pub(super) agent: &'a AgentId,
-    pub(super) tickets: Option<Tickets>,
-}
-
-impl Drop for Waiting<'_> {
+impl Drop for Tries<'_> {
     fn drop(&mut self) {
         let Some(tickets) = self.tickets.take() else {
             return;
         };
+        // How we sleep goes first (its watches and hand-off), then our place in line.
+        self.waits = Waits::default();
         // A stop request (a signal, the client of `coord mcp` gone) ended the wait: cleaning up
         // still takes the mutex, waiting a little for a holder of it.
         let mutex = crate::wait::finishing(|| self.ws.lock_mutex_within(CLEANUP_PATIENCE));
         match mutex {
-            Ok(_mutex) => settle(self.ws, self.agent, &tickets),
+            Ok(_mutex) => settle(self.ws, &self.req.agent, &tickets),
             // The tickets stay, judged dead once this process is gone; their locks go now, so
             // that a long-lived process (`coord mcp`) does not keep them.
             Err(_) => {

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use self::attempt::attempt;
-use self::blocker::{Situation, blocked_error};
-use self::line::{Waiting, deadlock, settle};
+use self::blocker::blocked_error;
+use self::line::{deadlock, settle};
 use self::wake::{Look, Probe, Waits, sleep, watch_for};
 use super::release::release_tokens;
 use super::remote_claim::{self, REREAD, Reach, Sharing};
@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::lock::backup;
-use crate::lock::queue;
+use crate::lock::queue::{self, Tickets};
 use crate::pattern::Pattern;
 use crate::presence::{self, LockStatus};
 use crate::remote;
@@ -234,11 +234,7 @@ pub fn acquire_shared(
         deadline: Deadline::after(req.wait.as_duration()),
         may_wait: req.wait != Wait::For(Duration::ZERO),
         waits: Waits::default(),
-        waiting: Waiting {
-            ws,
-            agent: &req.agent,
-            tickets: None,
-        },
+        tickets: None,
         told: None,
         last_touch: Instant::now(),
         mine: Mine::default(),
@@ -253,7 +249,7 @@ pub fn acquire_shared(
         &req.claims
     };
     let mut reread = None;
-    let got = loop {
+    let mut acquired = loop {
         let held = remote_claim::held_elsewhere(ws, &req.agent, files, claims, reread);
         if let Some(blocker) = held {
             // Paused at most [`REREAD`] before the remote is read again; a place in line here,
@@ -282,8 +278,8 @@ pub fn acquire_shared(
     };
     // Recorded while the ticket still stands, so that a reader of the history never sees the
     // wait end before the lock it ended with.
-    super::events::taken(ws.root(), req, &got, started);
-    tries.waiting.tickets = None;
+    super::events::taken(ws.root(), req, &acquired, started);
+    tries.tickets = None;
     if tries.policy.exact_lookups {
         // A shared folder on a network filesystem: what this machine cached about the files
         // may predate the last holder's writes (fsutil::refresh_attributes).
@@ -291,7 +287,6 @@ pub fn acquire_shared(
             fsutil::refresh_attributes(&t.abs);
         }
     }
-    let mut acquired = got;
     if req.backup {
         back_up(ws, req, &targets, &mut acquired)?;
     }
@@ -386,12 +381,12 @@ struct Tries<'a> {
     started: Instant,
     deadline: Deadline,
     may_wait: bool,
-    /// How we sleep between tries (declared before `waiting`: dropped first).
+    /// How we sleep between tries.
     waits: Waits,
-    /// Our tickets in the queue; leaves it if the acquire ends without the lock.
-    waiting: Waiting<'a>,
+    /// Our tickets in the queue, left if the acquire ends without the lock (see `Drop`).
+    tickets: Option<Tickets>,
     /// What the user was last told stands in the way (`None`: not told we wait yet).
-    told: Option<Situation>,
+    told: Option<Blocker>,
     /// When our tickets were last kept alive.
     last_touch: Instant,
     mine: Mine,
@@ -421,7 +416,7 @@ impl Tries<'_> {
             &mutex,
             req,
             targets,
-            self.waiting.tickets.as_ref(),
+            self.tickets.as_ref(),
             &mut self.mine,
         )?;
         match &attempt {
@@ -439,7 +434,7 @@ impl Tries<'_> {
     /// Got the locks: leave the queue. The waiter behind us sleeps until we release, not just
     /// until we leave the line (tickets are in the order of the targets).
     fn leave_line(&mut self) {
-        let Some(t) = self.waiting.tickets.take() else {
+        let Some(t) = self.tickets.take() else {
             return;
         };
         if handoff::holds_locks() {
@@ -457,14 +452,14 @@ impl Tries<'_> {
         // Every time we would wait, so the last one to close a cycle sees it even when it
         // formed while we waited.
         if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
-            && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
+            && let Some(err) = deadlock(ws, req, targets, self.tickets.as_ref())
         {
-            if let Some(t) = self.waiting.tickets.take() {
+            if let Some(t) = self.tickets.take() {
                 settle(ws, &req.agent, &t);
             }
             return Err(super::events::refused(ws.root(), req, err));
         }
-        if self.waiting.tickets.is_some() {
+        if self.tickets.is_some() {
             return Ok(None);
         }
         let claims: Vec<String> = req.claims.iter().map(|c| c.as_str().to_string()).collect();
@@ -474,7 +469,7 @@ impl Tries<'_> {
             queue::leave(&tickets);
             return Ok(Some(Attempt::Fenced));
         }
-        self.waiting.tickets = Some(tickets);
+        self.tickets = Some(tickets);
         let waiting = presence::Update {
             lock_status: Some(LockStatus::Waiting),
             ..Default::default()
@@ -494,7 +489,6 @@ impl Tries<'_> {
         let probe = Probe {
             record: blocker.record.take().into(),
             queue: self
-                .waiting
                 .tickets
                 .as_ref()
                 .filter(|_| self.mine.held.is_empty())
@@ -532,7 +526,7 @@ impl Tries<'_> {
                 self.deadline,
             );
         }
-        // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
+        // Asked to stop: dropping `self` leaves the queue and resets the presence on the way out.
         self.stopped()?;
         self.keep_tickets_alive()
     }
@@ -634,14 +628,14 @@ impl Tries<'_> {
         let ws = self.ws;
         if self.last_touch.elapsed() >= queue::TOUCH_EVERY {
             self.last_touch = Instant::now();
-            if let Some(t) = &self.waiting.tickets
+            if let Some(t) = &self.tickets
                 && queue::touch(t).is_err()
             {
                 // Our ticket was judged dead (we were stopped too long): leave what is left of
                 // it; the next attempt registers anew, its queue folders watched afresh.
                 let _mutex = ws.lock_mutex()?;
                 queue::leave(t);
-                self.waiting.tickets = None;
+                self.tickets = None;
                 self.waits = Waits::default();
             }
         }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::super::LockEntry;
 use crate::arbiter::Policy;
-use crate::fsutil;
+use crate::fsutil::{self, RECORD_CAP};
 use crate::host;
 use crate::layout;
 use crate::lock::queue;
@@ -79,6 +79,11 @@ impl Probe {
                 return Look::Blocked;
             }
         }
+        // The blocking lock file still holds exactly what it held (one open and read: no mutex,
+        // no listing) and names no process of this host that is gone.
+        let unchanged = |path, raw: &[u8]| {
+            fsutil::read_capped(path, RECORD_CAP).is_ok_and(|now| now == raw && process_alive(&now))
+        };
         match &*self.record.borrow() {
             Some((path, raw)) if unchanged(path, raw) => Look::Blocked,
             _ => Look::Changed,
@@ -105,19 +110,10 @@ impl Probe {
         }
         self.files.iter().find_map(|file| {
             let path = layout::lock_file(file, agent);
-            let raw = fsutil::read_capped(&path, crate::fsutil::RECORD_CAP).ok()?;
+            let raw = fsutil::read_capped(&path, RECORD_CAP).ok()?;
             process_alive(&raw).then_some((path, raw))
         })
     }
-}
-
-/// Whether the lock file at `path` still holds exactly `raw` and does not name a process of
-/// this host that is gone. One open and read: no mutex, no listing.
-fn unchanged(path: &Path, raw: &[u8]) -> bool {
-    let Ok(now) = fsutil::read_capped(path, crate::fsutil::RECORD_CAP) else {
-        return false;
-    };
-    now == raw && process_alive(&now)
 }
 
 /// Whether a lock record does not name a process of this host that is gone.
