@@ -206,8 +206,11 @@ fn finish(
     record: bool,
 ) -> Result<(Vec<Release>, Vec<Marked>)> {
     if gone.iter().any(|g| *g) {
+        // The records without a pattern stay, as every rewrite keeps them.
+        let mut records = read_records(root).1;
         let keep = (all.iter().zip(gone)).filter(|(_, g)| !**g);
-        write_all(root, &keep.map(|(e, _)| raw_text(e)).collect::<Vec<_>>())?;
+        records.extend(keep.map(|(e, _)| raw_text(e)));
+        write_all(root, &records)?;
     }
     if record {
         super::events::released(root, agent, &out);

@@ -527,3 +527,22 @@ fn a_claim_waiter_does_not_stand_in_line_before_the_holder_it_waits_for() {
     let out = finish(w);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
 }
+
+#[test]
+fn a_release_keeps_the_records_of_the_claims_file_it_cannot_read() {
+    let env = Env::new();
+    env.agent("alice").args(["lock", "src/**"]).ok();
+    env.agent("bob").args(["lock", "docs/**"]).ok();
+    // A record without a pattern (written by hand, or by a later version of coord).
+    let path = env.path(".coord/claims");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("\nAgent: zed\nnote: kept as it is\n");
+    std::fs::write(&path, &text).unwrap();
+    env.agent("alice").args(["unlock", "src/**"]).ok();
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert!(after.contains("note: kept as it is"), "{after}");
+    assert!(after.contains("pattern: docs/**") && !after.contains("pattern: src/**"));
+    env.agent("bob").args(["unlock"]).ok();
+    let after = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(after.contains("note: kept as it is"), "{after}");
+}
