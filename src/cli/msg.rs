@@ -116,11 +116,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         MsgCommand::Read { id } => {
             let mut entry = message::read(&ws, &ctx.agent()?, &id)?;
-            // `unread` says whether it was unread until now; it is read from here on.
-            let marked_read = std::mem::replace(&mut entry.unread, false);
-            // `--json`: the message as `msg list --json` shows it (now read), and `marked_read`.
-            let mut doc = serde_json::to_value(&entry)?;
-            doc["marked_read"] = marked_read.into();
+            let doc = read_json(&mut entry)?;
             ctx.emit(&doc, || read_text(&entry));
         }
         MsgCommand::Wait { timeout } => {
@@ -152,6 +148,15 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
         .strip_suffix('\n')
         .map(|t| t.strip_suffix('\r').unwrap_or(t));
     Ok(line.unwrap_or(&text).to_string())
+}
+
+/// A message just read, as `msg read --json` shows it: as `msg list --json` shows it (now read),
+/// with `marked_read` (whether it was unread until this read). `entry` is read from here on.
+pub fn read_json(entry: &mut InboxEntry) -> serde_json::Result<serde_json::Value> {
+    let marked_read = std::mem::replace(&mut entry.unread, false);
+    let mut doc = serde_json::to_value(&*entry)?;
+    doc["marked_read"] = marked_read.into();
+    Ok(doc)
 }
 
 /// A message whole: `id:`, `from:`, `to:`, `time:`, a blank line, the body.

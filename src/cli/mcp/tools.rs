@@ -140,8 +140,8 @@ impl Host {
                 done(text, &listed)
             }
             "msg_read" => {
-                let entry = message::read(ws, agent, args.req_str("id")?)?;
-                done(msg::read_text(&entry), &entry)
+                let mut entry = message::read(ws, agent, args.req_str("id")?)?;
+                done(msg::read_text(&entry), &msg::read_json(&mut entry)?)
             }
             "dialogue_turn" => {
                 let view = Dialogue::default_in(ws)?.snapshot()?.view();

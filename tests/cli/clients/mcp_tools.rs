@@ -268,6 +268,9 @@ fn messages_go_between_two_servers() {
     assert_ok(&read);
     assert!(text(&read).contains("from: alice"), "{read}");
     assert!(text(&read).ends_with("a.md is free\nsecond line"), "{read}");
+    // As `msg read --json` says it: read now, and marked read by this call.
+    assert_eq!(read["structuredContent"]["unread"], false, "{read}");
+    assert_eq!(read["structuredContent"]["marked_read"], true, "{read}");
     let none = bob.call("msg_list", json!({"unread_only": true}));
     assert_eq!(text(&none), "No unread messages");
     let all = bob.call("msg_list", json!({}));
