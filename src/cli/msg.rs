@@ -71,6 +71,24 @@ enum MsgCommand {
     },
 }
 
+/// The recipient `to` of a message sent in `ws` (`all`, or an agent id). An agent that lives in
+/// a workspace inside this one reads its inbox there, never here: refused before anything is
+/// written, rather than left unread.
+pub fn recipient_here(ws: &coord::workspace::Workspace, to: &str) -> Result<String, Error> {
+    let to = message::recipient(to)?;
+    if to != message::ALL
+        && let Some(home) = coord::status::nested_home(ws, &to)
+    {
+        let (root, quoted) = (&home.root, coord::shell::arg(&home.root));
+        let why = format!(
+            "`{to}` works in the nested workspace `{root}/`, which keeps its own messages: it would never read this one"
+        );
+        let hint = format!("send it there: `coord -C {quoted} msg send {to} …`");
+        return Err(Error::refused(Refusal::AgentElsewhere, why, Some(hint)));
+    }
+    Ok(to)
+}
+
 /// `msg send --json`: the message id, the recipient, when it was sent.
 pub fn sent_json(sent: &message::Message) -> serde_json::Value {
     serde_json::json!({ "id": sent.id, "to": sent.to, "time": sent.time })
@@ -80,20 +98,8 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     match args.command {
         MsgCommand::Send { to, text } => {
-            let to = message::recipient(&to)?;
+            let to = recipient_here(&ws, &to)?;
             let agent = ctx.agent()?;
-            // An agent that lives in a workspace inside this one reads its inbox there, never
-            // here: refused before anything is written, rather than left unread.
-            if to != message::ALL
-                && let Some(home) = coord::status::nested_home(&ws, &to)
-            {
-                let (root, quoted) = (&home.root, coord::shell::arg(&home.root));
-                let why = format!(
-                    "`{to}` works in the nested workspace `{root}/`, which keeps its own messages: it would never read this one"
-                );
-                let hint = format!("send it there: `coord -C {quoted} msg send {to} …`");
-                return Err(Error::refused(Refusal::AgentElsewhere, why, Some(hint)).into());
-            }
             let body = text_or_stdin(&text)?;
             let sent = message::send(&ws, &agent, &to, &body)?;
             if to != message::ALL

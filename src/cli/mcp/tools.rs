@@ -128,7 +128,7 @@ impl Host {
                 done(note_cmd::noted_line(&noted), &noted)
             }
             "msg_send" => {
-                let to = message::recipient(args.req_str("to")?)?;
+                let to = msg::recipient_here(ws, args.req_str("to")?)?;
                 let sent = message::send(ws, agent, &to, args.req_str("text")?)?;
                 let doc = msg::sent_json(&sent);
                 done(format!("Sent to {}: {}", sent.to, sent.id), &doc)

@@ -93,3 +93,20 @@ fn a_message_to_an_agent_in_a_nested_workspace_is_refused_not_lost() {
         .args(["msg", "send", "newcomer", "welcome"])
         .ok();
 }
+
+#[test]
+fn the_mcp_msg_send_refuses_an_agent_in_a_nested_workspace_as_the_cli_does() {
+    let env = nested_pair();
+    in_sub(&env, "b").args(["lock", "f.md"]).ok();
+    let mut a = crate::clients::mcp::Client::start(&env, Some("a"));
+    let out = a.call("msg_send", serde_json::json!({"to": "b", "text": "hello"}));
+    assert_eq!(out["isError"], true, "{out}");
+    assert_eq!(out["structuredContent"]["error"]["kind"], "agent_elsewhere");
+    let messages = |dir: &str| std::fs::read_dir(env.path(dir)).map_or(0, |d| d.count());
+    assert_eq!(
+        messages(".coord/messages"),
+        0,
+        "a refused message was written"
+    );
+    assert_eq!(messages("sub/.coord/messages"), 0);
+}
