@@ -5,15 +5,13 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use rustix::fs::Mode;
-
 use super::*;
 use crate::{host, layout};
 
-/// A FIFO made at `path`.
+/// A FIFO made at `path` (by `mkfifo(1)`: rustix offers no `mkfifo` on macOS).
 pub(crate) fn fifo_at(path: &Path) -> PathBuf {
-    let (fifo, mode) = (rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600));
-    rustix::fs::mknodat(rustix::fs::CWD, path, fifo, mode, 0).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(made.unwrap().success(), "mkfifo {}", path.display());
     path.to_path_buf()
 }
 

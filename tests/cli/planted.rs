@@ -233,14 +233,14 @@ pub fn plant(path: &Path, kind: Kind, victim: &Path) {
             let f = std::fs::File::create(path).unwrap();
             f.set_len(100 << 20).unwrap();
         }
-        Kind::Fifo => rustix::fs::mknodat(
-            rustix::fs::CWD,
-            path,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o644),
-            0,
-        )
-        .unwrap(),
+        // `mkfifo(1)`: rustix offers no `mkfifo` on macOS.
+        Kind::Fifo => assert!(
+            std::process::Command::new("mkfifo")
+                .arg(path)
+                .status()
+                .unwrap()
+                .success()
+        ),
         Kind::Dir => std::fs::create_dir(path).unwrap(),
         Kind::Socket => {
             drop(std::os::unix::net::UnixListener::bind(path).unwrap());
