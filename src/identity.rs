@@ -115,7 +115,7 @@ fn registration(path: &Path) -> Option<(Session, ClientProcess, String)> {
     Some((session, process, rec.get_nonempty("host")?.to_string()))
 }
 
-/// The session this process runs in, if any: [`from_tree`], else the client's session variable,
+/// The session this process runs in, if any: `from_tree`, else the client's session variable,
 /// with the live process registered for that session on this host.
 pub fn current(root: &Path) -> Option<Session> {
     from_tree(root).or_else(|| {
@@ -160,7 +160,7 @@ fn env_session() -> Option<(&'static str, Client, String)> {
     })
 }
 
-/// The client session this process runs in, as a lock request carries it ([`env_session`]).
+/// The client session this process runs in, as a lock request carries it (`env_session`).
 pub fn runs_in() -> Option<crate::lock::ClientSession> {
     env_session().map(|(_, client, session)| crate::lock::ClientSession {
         client: client.as_str().to_string(),

@@ -1,8 +1,8 @@
 //! Everything coord knows about each agent client, as one table ([`Client::adapter`]): how it
 //! names events, which tools edit which files, how a reply is written back, what `coord init`
-//! registers for it ([`Wire`]) and its plugin ([`PluginKind`]), and what makes it run a folder's
+//! registers for it (`Wire`) and its plugin (`PluginKind`), and what makes it run a folder's
 //! hooks at all. The doors ([`crate::hook`], [`crate::init`], [`crate::plugin`], `coord doctor`)
-//! read this table; nothing here imports them. A new client is one entry in [`clients!`].
+//! read this table; nothing here imports them. A new client is one entry in `clients!`.
 
 pub(crate) mod patch;
 pub(crate) mod payload;
@@ -874,7 +874,7 @@ pub struct HookCall {
     /// [`crate::identity::headless`]; set by the caller): the end of its turn asks no one.
     pub headless: bool,
     /// Why the payload is not JSON, when it is not: it was read only in part (see
-    /// [`payload`]), and is judged on what it names without anything being written.
+    /// `payload`), and is judged on what it names without anything being written.
     pub fault: Option<String>,
 }
 

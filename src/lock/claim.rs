@@ -56,7 +56,7 @@ fn with_pattern(entry: LockEntry) -> Judged {
     }
 }
 
-/// [`read_records`] with each pattern parsed.
+/// `read_records` with each pattern parsed.
 pub fn read_for(root: &Path) -> (Vec<Judged>, Vec<String>) {
     let (claims, others) = read_records(root);
     (claims.into_iter().map(with_pattern).collect(), others)

@@ -10,9 +10,9 @@
 //!   with `--share`), named by a hash of holder and pattern ([`record::entry_name`]). Every
 //!   change is a child commit pushed with `--force-with-lease=refs/coord/claims:<full id of the
 //!   commit it was decided against>` (create-only when there was none): exactly one of two
-//!   racing clones lands; the other reads again and decides again ([`claims`]).
+//!   racing clones lands; the other reads again and decides again (`claims`).
 //! - `refs/coord/clones/<hash of the clone id>`: one per clone, its advisory `working_on`,
-//!   written only by that clone (a forced push, never contended; [`clones`]).
+//!   written only by that clone (a forced push, never contended; `clones`).
 //!
 //! In the clone: `coord.remote` and `coord.cloneId` in the repository's git config, the
 //! remote's refs as last fetched under `refs/coord-sync/`, and `.coord/remote/state.json`

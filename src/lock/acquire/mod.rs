@@ -90,7 +90,7 @@ pub struct LockRequest {
 pub enum LockEvent {
     /// coord starts waiting (sent once).
     Waiting(Blocker),
-    /// While waiting, what stands in the way changed (see [`Blocker::situation`]).
+    /// While waiting, what stands in the way changed (see `Blocker::situation`).
     Changed(Blocker),
 }
 
