@@ -284,9 +284,7 @@ const FADE_AFTER_S: u64 = 3600;
 pub fn document(ws: &Workspace, all: bool) -> Status {
     let mut st = collect(ws);
     let deadline = std::time::Instant::now() + crate::conflicts::BUDGET;
-    let view = crate::conflicts::view(ws, deadline);
-    st.conflicts = view.conflicts;
-    st.conflicts_note = view.note;
+    (st.conflicts, st.conflicts_note) = crate::conflicts::view(ws, deadline);
     st.remote = crate::remote::view(ws).map(|mut view| RemoteStatus {
         url: crate::remote::remote_url(ws.root(), &view.remote),
         branches: crate::conflicts::remote_branches(ws.root(), &view.remote, deadline),

@@ -75,9 +75,8 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         let mut places = Places::of(&ws);
         for item in ending::fold(events.iter().cloned()) {
             // `HH:MM:SS.mmm`, in the local offset the event was written with.
-            let at = &first_of(&item).at;
-            let at = at.get(11..23).unwrap_or(at);
-            output::line(&format!("{at} {}", say(&item, &mut places)));
+            let (at, text) = say(&item, &mut places);
+            output::line(&format!("{} {text}", at.get(11..23).unwrap_or(at)));
         }
         if events.is_empty() {
             output::diag("no events (yet)");
@@ -127,19 +126,11 @@ impl Places {
     }
 }
 
-/// The event a line stands for (an ending: its first).
-pub fn first_of(item: &Item) -> &Event {
+/// A line's time and text: the event's, or an ending's (at its first event).
+pub fn say<'a>(item: &'a Item, places: &mut Places) -> (&'a str, String) {
     match item {
-        Item::One(e) => e,
-        Item::Ending(x) => &x.first,
-    }
-}
-
-pub fn say(item: &Item, places: &mut Places) -> String {
-    let who = places.who(first_of(item));
-    match item {
-        Item::One(e) => describe(e, &who),
-        Item::Ending(x) => describe_ending(x, &who),
+        Item::One(e) => (&e.at, describe(e, &places.who(e))),
+        Item::Ending(x) => (&x.first.at, describe_ending(x, &places.who(&x.first))),
     }
 }
 

@@ -228,9 +228,8 @@ impl Feed {
     }
 
     fn say_item(&mut self, item: &Item) {
-        let text = log::say(item, &mut self.places);
-        let at = log::first_of(item).at.clone();
-        self.say(Ok(String::new()), &at, text);
+        let (at, text) = log::say(item, &mut self.places);
+        self.say(Ok(String::new()), at, text);
     }
 
     fn looked(&mut self, change: Change) {
