@@ -325,12 +325,12 @@ fn change_key(c: &Change, mode: Mode) -> Option<String> {
 /// agent waits for its user.
 fn ring(agent: &str, what: &str, mode: Mode) {
     use std::io::Write;
-    let text: String = clean(&format!("coord: {agent} needs you: {what}"))
-        .chars()
-        .filter(|c| *c != '\x1b' && *c != '\x07')
-        .take(200)
-        .collect();
-    let bytes = format!("\x07\x1b]9;{text}\x07");
+    // Cleaned, the text holds no escape or bell to end the sequence early.
+    let text = clean(&format!("coord: {agent} needs you: {what}"));
+    let bytes = format!(
+        "\x07\x1b]9;{}\x07",
+        text.chars().take(200).collect::<String>()
+    );
     if mode != Mode::Json && std::io::stdout().is_terminal() {
         output::raw(bytes.as_bytes());
     } else {
