@@ -327,10 +327,8 @@ fn ring(agent: &str, what: &str, mode: Mode) {
     use std::io::Write;
     // Cleaned, the text holds no escape or bell to end the sequence early.
     let text = clean(&format!("coord: {agent} needs you: {what}"));
-    let bytes = format!(
-        "\x07\x1b]9;{}\x07",
-        text.chars().take(200).collect::<String>()
-    );
+    let text: String = text.chars().take(200).collect();
+    let bytes = format!("\x07\x1b]9;{text}\x07");
     if mode != Mode::Json && std::io::stdout().is_terminal() {
         output::raw(bytes.as_bytes());
     } else {
