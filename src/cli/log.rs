@@ -65,7 +65,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if args.timeline {
         let width = output::terminal_width().unwrap_or(100).max(40);
         let color = output::color_enabled();
-        let text = timeline(&events, width, color, args.by_agent, &clock::now());
+        let text = timeline(&events, width, color, args.by_agent);
         output::raw(text.as_bytes());
     } else if ctx.json {
         for text in events.iter().filter_map(|e| serde_json::to_string(e).ok()) {
@@ -229,13 +229,7 @@ enum Mark {
 }
 
 /// Draw `events` as rows (per file, or per agent), time across `width` columns.
-pub fn timeline(
-    events: &[Event],
-    width: usize,
-    color: bool,
-    by_agent: bool,
-    now: &Timestamp,
-) -> String {
+pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> String {
     let timed: Vec<(Timestamp, &Event)> =
         events.iter().filter_map(|e| Some((e.time()?, e))).collect();
     let Some(start) = timed.first().map(|(t, _)| *t) else {
@@ -292,7 +286,7 @@ pub fn timeline(
     }
     let last = timed.last().map(|(t, _)| *t).unwrap_or(start);
     let open = holds.iter().any(|h| h.3.is_none()) || waits.iter().any(|w| w.3.is_none());
-    let end = if open && *now > last { *now } else { last };
+    let end = if open { last.max(clock::now()) } else { last };
     let span_ms = ((end - start).num_milliseconds()).max(1);
 
     let key_of = |file: &str, agent: usize| match by_agent {
