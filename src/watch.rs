@@ -157,12 +157,11 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
         file: w.file.clone(),
         waits_for: w.waits_for.clone(),
     }));
-    out.extend(
-        only_in(&b.waits, &a.waits, same).map(|w| Change::WaitEnded {
-            agent: w.agent.clone(),
-            file: w.file.clone(),
-        }),
-    );
+    let ended = only_in(&b.waits, &a.waits, same);
+    out.extend(ended.map(|w| Change::WaitEnded {
+        agent: w.agent.clone(),
+        file: w.file.clone(),
+    }));
     let cycles = only_in(&a.deadlocks, &b.deadlocks, |x, y| x == y).cloned();
     out.extend(cycles.map(|cycle| Change::Deadlock { cycle }));
     let sent = only_in(&after.messages, &before.messages, |x, y| x.id == y.id);

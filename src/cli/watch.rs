@@ -85,6 +85,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     for dir in watch::watched_folders(&ws, Some(&before)) {
         events.add(&dir);
     }
+    let indent = if mode == Mode::Screen { 2 } else { 0 };
     let mut feed = Feed {
         mode,
         notify: args.notify,
@@ -93,10 +94,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         held: Vec::new(),
         places: log::Places::of(&ws),
         endings: Endings::default(),
-        width: match mode {
-            Mode::Screen => output::terminal_width().map(|w| w.saturating_sub(2)),
-            _ => output::terminal_width(),
-        },
+        width: output::terminal_width().map(|w| w.saturating_sub(indent)),
     };
     match mode {
         Mode::Json => {
