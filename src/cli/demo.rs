@@ -157,14 +157,14 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     let stop = |session: &str| event(session, "Stop", json!({"stop_hook_active": false}));
 
     if let Some(why) = demo.hook(first, "claude", "PreToolUse", &edit)? {
-        return Err(anyhow!(format!("Claude Code's edit was denied: {why}")));
+        bail!("Claude Code's edit was denied: {why}");
     }
     demo.say(
         first,
         "Claude Code: Edit src/app.rs -> allowed; claude holds src/app.rs while it edits",
     );
     let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? else {
-        return Err(anyhow!("Codex's edit of a held file was allowed"));
+        bail!("Codex's edit of a held file was allowed");
     };
     demo.say(
         second,
@@ -176,9 +176,7 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     demo.hook(first, "claude", "Stop", &stop(claude))?;
     demo.say(first, "Claude Code's turn ends -> its locks are released");
     if let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? {
-        return Err(anyhow!(format!(
-            "Codex's edit after the release was denied: {why}"
-        )));
+        bail!("Codex's edit after the release was denied: {why}");
     }
     demo.say(
         second,
@@ -388,11 +386,8 @@ impl Demo {
             .output()
             .context("cannot start coord")?;
         if !out.status.success() {
-            return Err(anyhow!(format!(
-                "`coord {}` failed for {agent}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+            let (line, stderr) = (args.join(" "), String::from_utf8_lossy(&out.stderr));
+            bail!("`coord {line}` failed for {agent}: {}", stderr.trim());
         }
         Ok(())
     }
@@ -432,10 +427,7 @@ impl Demo {
         })
         .at("wait for", &self.exe)?;
         if !status.success() {
-            return Err(anyhow!(format!(
-                "`coord {}` failed for {agent}",
-                args.join(" ")
-            )));
+            bail!("`coord {}` failed for {agent}", args.join(" "));
         }
         Ok(())
     }

@@ -104,16 +104,11 @@ pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
     if s.picked {
         out.push(format!("Partner name: {}", s.partner));
     }
+    let (partner, session, id) = (&s.partner, &s.row.session_id, s.row.id);
+    let task = (s.row.current_task.as_deref()).map(|t| format!(" working on {}", output::clean(t)));
+    let task = task.unwrap_or_default();
     out.push(format!(
-        "Clocked in: {} (session {}, row {}){}",
-        s.partner,
-        s.row.session_id,
-        s.row.id,
-        s.row
-            .current_task
-            .as_deref()
-            .map(|t| format!(" working on {}", output::clean(t)))
-            .unwrap_or_default()
+        "Clocked in: {partner} (session {session}, row {id}){task}"
     ));
     for c in &s.crashed {
         out.push(format!(
