@@ -174,11 +174,8 @@ pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ));
         }
         lines.extend(done.closed.iter().map(|row| {
-            let session = output::clean(&row.session_id);
-            format!(
-                "Clocked out: {} (session {session}, row {})",
-                row.partner_name, row.id
-            )
+            let (name, id, session) = (&row.partner_name, row.id, output::clean(&row.session_id));
+            format!("Clocked out: {name} (session {session}, row {id})")
         }));
         if done.finished {
             lines.push("Presence: FINISHED".into());
