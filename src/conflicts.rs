@@ -38,29 +38,19 @@ pub struct Conflict {
     pub trees: Vec<Side>,
 }
 
-/// The view: the files, and a note when it is incomplete.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct View {
-    /// The files changed on two or more branches, sorted.
-    pub conflicts: Vec<Conflict>,
-    /// Why the view is incomplete (an old git, out of time), when it is.
-    pub note: Option<String>,
-}
-
-/// The view for the repository of the workspace `ws`. A single work tree (or no git): empty,
-/// and no git process is started. Git gives up at `deadline`.
-pub fn view(ws: &Workspace, deadline: Instant) -> View {
+/// For the repository of the workspace `ws`: the files changed on two or more branches, sorted,
+/// and why that list is incomplete (an old git, out of time), when it is. A single work tree
+/// (or no git): empty, and no git process is started. Git gives up at `deadline`.
+pub fn view(ws: &Workspace, deadline: Instant) -> (Vec<Conflict>, Option<String>) {
     let trees = worktree::trees(ws.root());
     if trees.len() < 2 {
-        return View::default();
+        return (Vec::new(), None);
     }
     let mut git = Git::new(deadline);
     let top = trees[0].top.clone();
     let Some(version) = git.line(&top, &["version"]) else {
-        return View {
-            conflicts: Vec::new(),
-            note: Some("git cannot be run: the branches of the work trees are not compared".into()),
-        };
+        let note = "git cannot be run: the branches of the work trees are not compared";
+        return (Vec::new(), Some(note.into()));
     };
     let scratch = Scratch::new(&top, &version);
     let why_unknown = scratch.as_ref().err().copied();
@@ -122,10 +112,7 @@ pub fn view(ws: &Workspace, deadline: Instant) -> View {
             if skipped == 1 { "" } else { "s" }
         ));
     }
-    View {
-        conflicts,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
-    }
+    (conflicts, (!notes.is_empty()).then(|| notes.join("; ")))
 }
 
 /// A branch of the remote (as last fetched) that changed files this work tree's branch

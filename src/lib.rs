@@ -15,7 +15,6 @@ pub mod client;
 pub mod clock;
 pub mod collab;
 pub mod conflicts;
-pub mod demo;
 pub mod dialogue;
 pub mod edit;
 pub mod error;

@@ -13,9 +13,9 @@ use crate::dialogue::{self, DialogueSummary};
 use crate::handshake;
 use crate::lock::deadlock::{self, WaitEdge};
 use crate::lock::queue::{self, Waiter};
-use crate::lock::{self, LockState};
+use crate::lock::{self, LockEntry, LockState};
 use crate::message;
-use crate::presence::{self, LockStatus, StateCache, Unreadable};
+use crate::presence::{self, LockStatus, Presence, StateCache, Unreadable};
 use crate::review::{self, rules::ReviewSummary};
 use crate::stamp::{self, RowStatus};
 use crate::workspace::Workspace;
@@ -118,7 +118,7 @@ pub struct ClaimView {
     pub pid: Option<u32>,
 }
 
-fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
+fn claim_view(e: &LockEntry, now: &Timestamp) -> ClaimView {
     let field = |k: &str| e.record.as_ref()?.get_nonempty(k).map(str::to_string);
     ClaimView {
         pattern: e.file.clone(),
@@ -249,15 +249,7 @@ pub fn glance(ws: &Workspace) -> Status {
 /// What both views start from: the root, the agents as their presences say, every lock (those
 /// of removed work trees included), every claim, the dialogue and the unreadable presences; and
 /// the presences, the agents' states and every lock judged.
-fn look(
-    ws: &Workspace,
-    now: &Timestamp,
-) -> (
-    Status,
-    Vec<presence::Presence>,
-    StateCache,
-    Vec<lock::LockEntry>,
-) {
+fn look(ws: &Workspace, now: &Timestamp) -> (Status, Vec<Presence>, StateCache, Vec<LockEntry>) {
     let (presences, unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
     let entries = lock::scan_judged(ws, &mut cache, now);
@@ -284,9 +276,7 @@ const FADE_AFTER_S: u64 = 3600;
 pub fn document(ws: &Workspace, all: bool) -> Status {
     let mut st = collect(ws);
     let deadline = std::time::Instant::now() + crate::conflicts::BUDGET;
-    let view = crate::conflicts::view(ws, deadline);
-    st.conflicts = view.conflicts;
-    st.conflicts_note = view.note;
+    (st.conflicts, st.conflicts_note) = crate::conflicts::view(ws, deadline);
     st.remote = crate::remote::view(ws).map(|mut view| RemoteStatus {
         url: crate::remote::remote_url(ws.root(), &view.remote),
         branches: crate::conflicts::remote_branches(ws.root(), &view.remote, deadline),
@@ -306,7 +296,7 @@ pub fn document(ws: &Workspace, all: bool) -> Status {
 }
 
 /// Build an [`AgentView`] from a presence.
-pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
+pub fn agent_view(p: &Presence, now: &Timestamp) -> AgentView {
     let hb = p.heartbeat();
     let mut view = AgentView {
         agent: p.id.clone(),
@@ -389,7 +379,7 @@ fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiters
 pub fn settle_lock_status_of(
     ws: &Workspace,
     agents: &mut [AgentView],
-    entries: &[lock::LockEntry],
+    entries: &[LockEntry],
     cache: &mut StateCache,
     now: &Timestamp,
 ) {
@@ -400,7 +390,7 @@ pub fn settle_lock_status_of(
 
 /// The locks an agent's presence lists in a work tree that is gone (`git worktree remove` while
 /// it held them): shown STALE, never silently dropped.
-fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<LockView> {
+fn gone_tree_locks(presences: &[Presence], now: &Timestamp) -> Vec<LockView> {
     let mut out = Vec::new();
     for p in presences {
         let Some(tree) = p.field(crate::worktree::PRESENCE_KEY) else {
@@ -436,7 +426,7 @@ fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<Loc
 }
 
 /// Build a [`LockView`] from a judged lock entry.
-pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockView {
+pub fn lock_view(e: &LockEntry, ws: &Workspace, now: &Timestamp) -> LockView {
     let tree = crate::worktree::tree_of(ws.root(), &e.lock_path);
     LockView {
         file: e.file.clone(),
@@ -491,7 +481,7 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
     let now = clock::now();
     let mut cache = StateCache::default();
     let all_claims = lock::claim::judged_patterns(ws.root(), &mut cache, &now);
-    let holder = |e: &lock::LockEntry| Holder {
+    let holder = |e: &LockEntry| Holder {
         lock: lock_view(e, ws, &now),
         working_on: presence::read(ws.root(), &e.agent)
             .ok()
@@ -508,7 +498,7 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
         .collect();
     let mut of_files = lock::locks_of_each(&targets).into_iter();
     // Every lock, only when a claim is asked about.
-    let every: Vec<lock::LockEntry> = if args.iter().any(|a| matches!(a, FileArg::Claim(_))) {
+    let every: Vec<LockEntry> = if args.iter().any(|a| matches!(a, FileArg::Claim(_))) {
         lock::scan_judged(ws, &mut cache, &now)
     } else {
         Vec::new()

@@ -1,13 +1,19 @@
-//! `coord demo`: the scripted session of [`coord::demo`] in a fresh folder, narrated on stdout,
-//! ending in `coord status`.
+//! `coord demo`: a live session of several agents in a fresh folder, narrated on stdout, ending
+//! in `coord status`. Every step is the real `coord` binary run as its own process (the agent
+//! clients' hooks get the payloads Claude Code and Codex send); the threads here only start
+//! them and narrate.
 
-use std::process::Command;
-use std::sync::Arc;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Args;
+use serde_json::json;
 
-use coord::{Error, ExitCode};
+use coord::error::IoResultExt;
+use coord::{Error, ExitCode, fsutil};
 
 use super::{Ctx, output};
 
@@ -28,11 +34,11 @@ pub struct DemoArgs {
     agents: u8,
 }
 
-pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     let dir = match &ctx.dir {
         // `-C DIR`: made before the command ran (see `cli::execute`), and resolved.
         Some(d) => {
-            let busy = coord::fsutil::read_dir(d)
+            let busy = fsutil::read_dir(d)
                 .with_context(|| format!("cannot read {}", d.display()))?
                 .next()
                 .is_some();
@@ -54,14 +60,34 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     };
     let exe = std::env::current_exe().context("cannot find the coord binary")?;
-    let out: coord::demo::Narrator = Arc::new(|line: &str| output::line(line));
-    coord::demo::run(exe.clone(), dir.clone(), usize::from(args.agents), out)?;
+    let agents = &NAMES[..usize::from(args.agents)];
+    let demo = Demo {
+        exe,
+        dir,
+        started: Instant::now(),
+    };
+    output::line(&format!(
+        "coord demo: {} agents share {} (every line below is a real coord process)",
+        agents.len(),
+        demo.dir.display()
+    ));
+    arrive(&demo, agents)?;
+    clients(&demo, agents[0], agents[1])?;
+    take_turns(&demo, agents)?;
+    handshake(&demo, agents)?;
+    talk(&demo, agents)?;
+    dialogue(&demo, agents[0], agents[1])?;
+    review(&demo, agents[0], agents[1])?;
+    demo.heading("One agent leaves; another keeps a lock while it works");
+    demo.show(agents[0], "shutdown", &[], 1)?;
+    demo.show(agents[1], "lock NOTES.md --reason summarising", &[], 2)?;
 
     output::line("\n$ coord status");
-    let status = Command::new(&exe)
+    let (exe, dir) = (&demo.exe, &demo.dir);
+    let status = Command::new(exe)
         .args(["status"])
-        .current_dir(&dir)
-        .env("COORD_DIR", &dir)
+        .current_dir(dir)
+        .env("COORD_DIR", dir)
         .env_remove("COORD_AGENT")
         .status()
         .context("cannot run coord status")?;
@@ -73,4 +99,361 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         d = dir.display()
     ));
     Ok(ExitCode::Success)
+}
+
+/// The agents' names, in the order they join; the first two are driven through their clients'
+/// hooks (Claude Code, then Codex).
+const NAMES: [&str; 8] = [
+    "claude", "codex", "gemini", "copilot", "qwen", "opencode", "cline", "cursor",
+];
+
+/// Every agent says it is here (its presence file and a row on the card of partners).
+fn arrive(demo: &Demo, agents: &[&str]) -> Result<()> {
+    demo.heading("The agents arrive: each says who it is and what it works on");
+    for (a, task) in agents.iter().zip(TASKS.iter().cycle()) {
+        let line = format!("startup --partner {a} --mode silent --task {task}");
+        demo.show(a, &line, &[], 1)?;
+    }
+    Ok(())
+}
+
+const TASKS: [&str; 4] = ["parser", "tests", "docs", "release"];
+
+/// The main promise: two agent clients edit one file; the second is denied with the reason its
+/// agent reads, and allowed once the first one's turn ends.
+fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
+    demo.heading(
+        "Two agent clients edit the same file (`coord init` makes each call `coord hook` before an edit)",
+    );
+    fsutil::ensure_dir(&demo.dir.join("src"))?;
+    let file = demo.dir.join("src/app.rs");
+    fsutil::replace(&file, b"fn main() {}\n")?;
+    // The payloads the clients send (tests/fixtures/), built as JSON so any folder name fits.
+    let claude = "cedd012c-f1ba-4d70-ad6d-1c65c16ba070";
+    let codex = "01a20dbd-c053-7b63-9944-21d2369b8293";
+    let event = |session: &str, name: &str, more: serde_json::Value| {
+        let mut e = json!({
+            "session_id": session, "transcript_path": "/dev/null", "cwd": demo.dir,
+            "hook_event_name": name,
+        });
+        if let (Some(e), serde_json::Value::Object(more)) = (e.as_object_mut(), more) {
+            e.extend(more);
+        }
+        e.to_string()
+    };
+    let edit = event(
+        claude,
+        "PreToolUse",
+        json!({"tool_name": "Edit",
+        "tool_input": {"file_path": file, "old_string": "fn main() {}",
+            "new_string": "fn main() { run() }", "replace_all": false}}),
+    );
+    let patch = event(
+        codex,
+        "PreToolUse",
+        json!({"tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"}}),
+    );
+    let stop = |session: &str| event(session, "Stop", json!({"stop_hook_active": false}));
+
+    if let Some(why) = demo.hook(first, "claude", "PreToolUse", &edit)? {
+        bail!("Claude Code's edit was denied: {why}");
+    }
+    demo.say(
+        first,
+        "Claude Code: Edit src/app.rs -> allowed; claude holds src/app.rs while it edits",
+    );
+    let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? else {
+        bail!("Codex's edit of a held file was allowed");
+    };
+    demo.say(
+        second,
+        "Codex: apply_patch src/app.rs -> denied; its agent reads:",
+    );
+    for l in wrap(&why, 92) {
+        output::line(&format!("{:>19}{l}", ""));
+    }
+    demo.hook(first, "claude", "Stop", &stop(claude))?;
+    demo.say(first, "Claude Code's turn ends -> its locks are released");
+    if let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? {
+        bail!("Codex's edit after the release was denied: {why}");
+    }
+    demo.say(
+        second,
+        "Codex: apply_patch src/app.rs -> allowed; codex holds it now",
+    );
+    demo.hook(second, "codex", "Stop", &stop(codex))?;
+    demo.say(second, "Codex's turn ends -> released");
+    Ok(())
+}
+
+/// Agents working from a shell take turns: `coord lock --wait` queues them on one file and
+/// hands it over in arrival order; `coord run` holds a lock as long as a command runs.
+fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
+    demo.heading("From a shell, agents wait their turn: `coord lock --wait`, then `coord unlock`");
+    let shared = demo.dir.join("SHARED.txt");
+    fsutil::replace(&shared, b"# Shared notes\n")?;
+    each_at_once(demo, agents, |demo, i, a| {
+        std::thread::sleep(Duration::from_millis(60 * i as u64));
+        let reason = format!("adding section {}", i + 1);
+        demo.show(a, "lock SHARED.txt --wait 30s --reason", &[&reason], 1)?;
+        let line = format!("- section {} by {a}\n", i + 1);
+        fsutil::append_line(&shared, line.as_bytes())?;
+        std::thread::sleep(Duration::from_millis(300));
+        demo.show(a, "unlock SHARED.txt", &[], 1)
+    })?;
+    let text = std::fs::read_to_string(&shared).at("read", &shared)?;
+    output::line(&format!(
+        "  SHARED.txt now holds {} sections, each written by one holder at a time",
+        text.lines().filter(|l| l.starts_with("- ")).count()
+    ));
+
+    demo.heading(
+        "`coord run FILE -- CMD` holds the lock while CMD runs: a counter, no update lost",
+    );
+    let counter = demo.dir.join("COUNTER.txt");
+    fsutil::replace(&counter, b"0\n")?;
+    let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
+    let run = "run COUNTER.txt --wait 30s -- sh -c";
+    each_at_once(demo, agents, |demo, _, a| demo.quiet(a, run, &[script]))?;
+    let n = std::fs::read_to_string(&counter).at("read", &counter)?;
+    output::line(&format!(
+        "  {} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
+        agents.len(),
+        n.trim()
+    ));
+    Ok(())
+}
+
+/// Every agent agrees with every other to follow the locking rules (seed 001's handshake).
+fn handshake(demo: &Demo, agents: &[&str]) -> Result<()> {
+    demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
+    each_at_once(demo, agents, |demo, _, a| {
+        demo.quiet(a, "handshake --wait 30s", &[])
+    })?;
+    // Once everyone answered, the first agent's view of every pair.
+    demo.show(agents[0], "handshake", &[], 1 + agents.len())
+}
+
+/// A direct message, a broadcast and a note in the shared file; the first agent reads.
+fn talk(demo: &Demo, agents: &[&str]) -> Result<()> {
+    demo.heading("They talk: a message, a broadcast, a note in the shared file");
+    let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
+    let thanks = "SHARED.txt is yours again, thanks";
+    demo.quiet(second, &format!("msg send {first}"), &[thanks])?;
+    let heads_up = "Heads-up: I summarise everything in NOTES.md next";
+    demo.quiet(last, "msg send all", &[heads_up])?;
+    let note = "summary of this file goes to NOTES.md";
+    demo.show(last, "note SHARED.txt", &[note], 1)?;
+    demo.show(first, "msg list", &[], 3)
+}
+
+/// Two agents hold a short turn-based dialogue (seed 002): each is its own loop of real
+/// `coord dialogue wait` / `coord dialogue say` processes.
+fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
+    demo.heading("A short dialogue: each agent waits for its turn, then speaks");
+    let agents = format!("{first},{second}");
+    let topic = "Where do the notes go?";
+    demo.show(
+        first,
+        "dialogue init --topic",
+        &[topic, "--agents", &agents],
+        1,
+    )?;
+    let lines = [
+        (
+            "One section per agent in SHARED.txt?",
+            Some("QUESTION-CRITICAL"),
+        ),
+        ("Agreed, and a summary at the top.", Some("AGREEMENT")),
+        ("I will write the summary after the review.", None),
+        ("Then we are done here.", Some("PROPOSE-END")),
+    ];
+    let speakers = [first, second];
+    each_at_once(demo, &speakers, |demo, who, agent| {
+        for (text, marker) in lines.iter().skip(who).step_by(2) {
+            let wait = format!("dialogue wait --as {agent} --timeout 30s");
+            demo.quiet(agent, &wait, &[])?;
+            let mut args = vec![*text];
+            args.extend(marker.iter().flat_map(|m| ["--marker", *m]));
+            demo.quiet(agent, &format!("dialogue say --as {agent}"), &args)?;
+            demo.say(agent, &format!("says: {text}"));
+        }
+        Ok(())
+    })
+}
+
+/// One review step (seed 003): the reviewer writes its findings ending with the handoff prompt,
+/// records the step, and the implementer is told what is next.
+fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
+    demo.heading("A review: the reviewer records its findings and hands over to the implementer");
+    let topic = "shared-notes";
+    let new = format!(
+        "review new {topic} --target SHARED.txt --reviewer {reviewer} --implementer {implementer}"
+    );
+    demo.show(reviewer, &new, &[], 1)?;
+    let meta = demo.dir.join(coord::layout::REVIEW_METADATA_DIR);
+    let date = coord::clock::now().format("%Y_%m_%d").to_string();
+    let file = coord::layout::review_file(&meta, reviewer, topic, &date);
+    fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
+    let rel = file.strip_prefix(&demo.dir).unwrap_or(&file).display();
+    fsutil::replace(
+        &file,
+        format!(
+            "# Review of SHARED.txt\n\nEvery section is there, one per agent.\n\n\
+             ## Handoff Prompt for Next Actor\n\n\
+             You are {implementer}, the implementer of review `{topic}`. Read the tracker \
+             `.metadata/reviews/active/{topic}-tracker.md` and answer the review in step 02.\n"
+        )
+        .as_bytes(),
+    )?;
+    let step = format!("review step {topic} --action review --output {rel} --summary");
+    let summary = "no issues: every section is present";
+    demo.show(reviewer, &step, &[summary, "--next", implementer], 1)?;
+    demo.show(implementer, &format!("review next {topic}"), &[], 2)
+}
+
+/// Run `step(demo, i, agent)` for every agent, each on its own thread, and wait for all.
+fn each_at_once(
+    demo: &Demo,
+    agents: &[&str],
+    step: impl Fn(&Demo, usize, &str) -> Result<()> + Sync,
+) -> Result<()> {
+    std::thread::scope(|s| {
+        let step = &step;
+        let agents = agents.iter().enumerate();
+        let handles: Vec<_> = agents
+            .map(|(i, a)| s.spawn(move || step(demo, i, a)))
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().map_err(|_| anyhow!("a demo agent panicked"))?)
+    })
+}
+
+/// Cut `text` into lines of at most `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("never empty");
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
+struct Demo {
+    exe: PathBuf,
+    dir: PathBuf,
+    started: Instant,
+}
+
+impl Demo {
+    fn heading(&self, text: &str) {
+        output::line(&format!("\n# {text}"));
+    }
+
+    fn say(&self, agent: &str, text: &str) {
+        let stamp = format!("{:>5.2}s", self.started.elapsed().as_secs_f64());
+        output::line(&format!("{stamp} [{agent:<8}] {text}"));
+    }
+
+    fn command(&self, agent: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.args(args)
+            .current_dir(&self.dir)
+            .env("COORD_DIR", &self.dir)
+            .env("COORD_AGENT", agent)
+            .env_remove("COORD_SESSION")
+            .env_remove("COORD_SESSION_PID")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run `coord LINE TAIL...` as `agent` (`line`: words without spaces in them; `tail`: any
+    /// arguments), its output unseen; its failure is the demo's.
+    fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<()> {
+        let mut args: Vec<&str> = line.split_whitespace().collect();
+        args.extend(tail);
+        let out = self
+            .command(agent, &args)
+            .output()
+            .context("cannot start coord")?;
+        if !out.status.success() {
+            let (line, stderr) = (args.join(" "), String::from_utf8_lossy(&out.stderr));
+            bail!("`coord {line}` failed for {agent}: {}", stderr.trim());
+        }
+        Ok(())
+    }
+
+    /// Show `$ coord LINE TAIL...` as `agent`, run it, and show as they come the first `lines`
+    /// lines it prints on stdout and every line on stderr (a waiter's news, a warning).
+    fn show(&self, agent: &str, line: &str, tail: &[&str], lines: usize) -> Result<()> {
+        let mut args: Vec<&str> = line.split_whitespace().collect();
+        args.extend(tail);
+        let shown: Vec<String> = args.iter().map(|a| coord::shell::arg(a)).collect();
+        self.say(agent, &format!("$ coord {}", shown.join(" ")));
+        let mut child = self
+            .command(agent, &args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot start coord")?;
+        let (out, err) = (child.stdout.take(), child.stderr.take());
+        let status = std::thread::scope(|s| {
+            let relay = |stream: Box<dyn Read + Send>, limit: usize| {
+                s.spawn(move || {
+                    BufReader::new(stream)
+                        .lines()
+                        .map_while(std::result::Result::ok)
+                        .filter(|l| !l.trim().is_empty())
+                        .take(limit)
+                        .for_each(|l| self.say(agent, &format!("  {l}")));
+                })
+            };
+            let relays = [
+                out.map(|o| relay(Box::new(o), lines)),
+                err.map(|e| relay(Box::new(e), usize::MAX)),
+            ];
+            let status = child.wait();
+            relays.into_iter().flatten().for_each(|h| _ = h.join());
+            status
+        })
+        .at("wait for", &self.exe)?;
+        if !status.success() {
+            bail!("`coord {}` failed for {agent}", args.join(" "));
+        }
+        Ok(())
+    }
+
+    /// Send `payload` to `coord hook CLIENT --event EVENT` as `agent`, as the client would; the
+    /// reason of a denial, `None` when allowed.
+    fn hook(&self, agent: &str, client: &str, event: &str, json: &str) -> Result<Option<String>> {
+        let mut child = self
+            .command(agent, &["hook", client, "--event", event, "--wait", "0s"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start coord hook")?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(json.as_bytes()).at("write to", &self.exe)?;
+        }
+        let out = child.wait_with_output().at("wait for", &self.exe)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        let reply: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow!("coord hook {client} printed no JSON ({e}): {text}"))?;
+        let out = &reply["hookSpecificOutput"];
+        let reason = out["permissionDecisionReason"].as_str().unwrap_or("");
+        Ok((out["permissionDecision"] == "deny").then(|| reason.to_string()))
+    }
 }

@@ -92,49 +92,32 @@ fn render(d: &Diagnosis) -> String {
         (true, false) => "past this machine's cache, as the server has them",
         (false, _) => "from this machine's cache (it cannot be bypassed here)",
     };
-    let lease = d.lease_ms.map(|l| format!(", lease {l} ms"));
+    let lease = (d.lease_ms).map_or(String::new(), |l| format!(", lease {l} ms"));
+    let (arbitration, source) = (d.arbitration.as_str(), &d.arbitration_source);
+    let arbitration = format!("{arbitration} ({source}){lease}");
+    let fs = format!("{} ({:?}, magic {})", d.filesystem, d.class, d.magic).to_lowercase();
+    let recheck = format!("every {} ms", d.recheck_ms);
+    let skew = d.clock_skew_ms.map_or_else(
+        || "unknown (the folder cannot be written)".into(),
+        |ms| format!("{ms:+} ms (this clock minus the folder's)"),
+    );
+    let sync = (d.sync_tool.as_ref()).map_or_else(
+        || "none found".into(),
+        |s| format!("{} ({})", s.tool, s.marker),
+    );
     let fields = [
-        ("folder", d.root.clone()),
-        (
-            "filesystem",
-            format!("{} ({:?}, magic {})", d.filesystem, d.class, d.magic).to_lowercase(),
-        ),
-        (
-            "kernel locks",
-            crossing(d.kernel_locks_cross_machines).into(),
-        ),
-        ("events", crossing(d.events_cross_machines).into()),
-        (
-            "arbitration",
-            format!(
-                "{} ({}){}",
-                d.arbitration.as_str(),
-                d.arbitration_source,
-                lease.unwrap_or_default()
-            ),
-        ),
-        ("re-check", format!("every {} ms", d.recheck_ms)),
-        ("lock lookups", lookups.into()),
-        ("record reads", reads.into()),
-        (
-            "clock skew",
-            d.clock_skew_ms.map_or_else(
-                || "unknown (the folder cannot be written)".into(),
-                |ms| format!("{ms:+} ms (this clock minus the folder's)"),
-            ),
-        ),
-        (
-            "sync tool",
-            d.sync_tool.as_ref().map_or_else(
-                || "none found".into(),
-                |s| format!("{} ({})", s.tool, s.marker),
-            ),
-        ),
+        ("folder", d.root.as_str()),
+        ("filesystem", &fs),
+        ("kernel locks", crossing(d.kernel_locks_cross_machines)),
+        ("events", crossing(d.events_cross_machines)),
+        ("arbitration", &arbitration),
+        ("re-check", &recheck),
+        ("lock lookups", lookups),
+        ("record reads", reads),
+        ("clock skew", &skew),
+        ("sync tool", &sync),
     ];
-    let conflicts = d
-        .conflict_copies
-        .iter()
-        .map(|c| ("conflict copy", c.to_string()));
+    let conflicts = (d.conflict_copies.iter()).map(|c| ("conflict copy", c.as_str()));
     let mut out: Vec<String> = (fields.into_iter().chain(conflicts))
         .map(|(name, value)| format!("{:15}{value}", format!("{name}:")))
         .collect();

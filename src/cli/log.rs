@@ -65,7 +65,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if args.timeline {
         let width = output::terminal_width().unwrap_or(100).max(40);
         let color = output::color_enabled();
-        let text = timeline(&events, width, color, args.by_agent, &clock::now());
+        let text = timeline(&events, width, color, args.by_agent);
         output::raw(text.as_bytes());
     } else if ctx.json {
         for text in events.iter().filter_map(|e| serde_json::to_string(e).ok()) {
@@ -75,9 +75,8 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         let mut places = Places::of(&ws);
         for item in ending::fold(events.iter().cloned()) {
             // `HH:MM:SS.mmm`, in the local offset the event was written with.
-            let at = &first_of(&item).at;
-            let at = at.get(11..23).unwrap_or(at);
-            output::line(&format!("{at} {}", say(&item, &mut places)));
+            let (at, text) = say(&item, &mut places);
+            output::line(&format!("{} {text}", at.get(11..23).unwrap_or(at)));
         }
         if events.is_empty() {
             output::diag("no events (yet)");
@@ -127,19 +126,11 @@ impl Places {
     }
 }
 
-/// The event a line stands for (an ending: its first).
-pub fn first_of(item: &Item) -> &Event {
+/// A line's time and text: the event's, or an ending's (at its first event).
+pub fn say<'a>(item: &'a Item, places: &mut Places) -> (&'a str, String) {
     match item {
-        Item::One(e) => e,
-        Item::Ending(x) => &x.first,
-    }
-}
-
-pub fn say(item: &Item, places: &mut Places) -> String {
-    let who = places.who(first_of(item));
-    match item {
-        Item::One(e) => describe(e, &who),
-        Item::Ending(x) => describe_ending(x, &who),
+        Item::One(e) => (&e.at, describe(e, &places.who(e))),
+        Item::Ending(x) => (&x.first.at, describe_ending(x, &places.who(&x.first))),
     }
 }
 
@@ -238,13 +229,7 @@ enum Mark {
 }
 
 /// Draw `events` as rows (per file, or per agent), time across `width` columns.
-pub fn timeline(
-    events: &[Event],
-    width: usize,
-    color: bool,
-    by_agent: bool,
-    now: &Timestamp,
-) -> String {
+pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> String {
     let timed: Vec<(Timestamp, &Event)> =
         events.iter().filter_map(|e| Some((e.time()?, e))).collect();
     let Some(start) = timed.first().map(|(t, _)| *t) else {
@@ -301,7 +286,7 @@ pub fn timeline(
     }
     let last = timed.last().map(|(t, _)| *t).unwrap_or(start);
     let open = holds.iter().any(|h| h.3.is_none()) || waits.iter().any(|w| w.3.is_none());
-    let end = if open && *now > last { *now } else { last };
+    let end = if open { last.max(clock::now()) } else { last };
     let span_ms = ((end - start).num_milliseconds()).max(1);
 
     let key_of = |file: &str, agent: usize| match by_agent {

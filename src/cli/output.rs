@@ -251,9 +251,8 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
             if w <= MIN {
                 break;
             }
-            let mut others = widths.clone();
-            others.remove(i);
-            let next = others.into_iter().max().unwrap_or(0);
+            let others = widths.iter().enumerate().filter(|(j, _)| *j != i);
+            let next = others.map(|(_, w)| *w).max().unwrap_or(0);
             let cut = w.saturating_sub(total(&widths) - limit).max(next).max(MIN);
             widths[i] = if cut < w { cut } else { w - 1 };
         }

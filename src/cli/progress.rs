@@ -148,11 +148,8 @@ pub fn news(b: &Blocker) -> Option<String> {
     if b.queued_ahead > 0 {
         return None;
     }
-    if let Some(f) = b.follows.filter(|f| f.client) {
-        return Some(format!(
-            "held while its agent client (process {}) runs",
-            f.pid
-        ));
+    if let Some(pid) = b.follows.filter(|f| f.client).map(|f| f.pid) {
+        return Some(format!("held while its agent client (process {pid}) runs"));
     }
     let when = b.takeable_at.as_ref().map(|t| {
         if *t <= clock::now() {

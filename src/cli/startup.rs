@@ -104,16 +104,11 @@ pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
     if s.picked {
         out.push(format!("Partner name: {}", s.partner));
     }
+    let (partner, session, id) = (&s.partner, &s.row.session_id, s.row.id);
+    let task = (s.row.current_task.as_deref()).map(|t| format!(" working on {}", output::clean(t)));
+    let task = task.unwrap_or_default();
     out.push(format!(
-        "Clocked in: {} (session {}, row {}){}",
-        s.partner,
-        s.row.session_id,
-        s.row.id,
-        s.row
-            .current_task
-            .as_deref()
-            .map(|t| format!(" working on {}", output::clean(t)))
-            .unwrap_or_default()
+        "Clocked in: {partner} (session {session}, row {id}){task}"
     ));
     for c in &s.crashed {
         out.push(format!(
@@ -179,11 +174,8 @@ pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ));
         }
         lines.extend(done.closed.iter().map(|row| {
-            let session = output::clean(&row.session_id);
-            format!(
-                "Clocked out: {} (session {session}, row {})",
-                row.partner_name, row.id
-            )
+            let (name, id, session) = (&row.partner_name, row.id, output::clean(&row.session_id));
+            format!("Clocked out: {name} (session {session}, row {id})")
         }));
         if done.finished {
             lines.push("Presence: FINISHED".into());

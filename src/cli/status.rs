@@ -76,10 +76,9 @@ pub fn render(st: &Status, color: bool) -> String {
         let here = if main { "the main one" } else { &st.root };
         let branch =
             (st.branch.as_deref()).map_or(" (detached)".to_string(), |b| format!(", branch {b}"));
-        out.push(output::clean(&format!(
-            "  shared by {} work trees; you are in {here}{branch}",
-            st.worktrees.len()
-        )));
+        let trees = st.worktrees.len();
+        let line = format!("  shared by {trees} work trees; you are in {here}{branch}");
+        out.push(output::clean(&line));
     }
     let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>, empty: Option<&str>| {
         if rows.is_empty() && empty.is_none() {

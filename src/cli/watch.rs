@@ -85,6 +85,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     for dir in watch::watched_folders(&ws, Some(&before)) {
         events.add(&dir);
     }
+    let indent = if mode == Mode::Screen { 2 } else { 0 };
     let mut feed = Feed {
         mode,
         notify: args.notify,
@@ -93,10 +94,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         held: Vec::new(),
         places: log::Places::of(&ws),
         endings: Endings::default(),
-        width: match mode {
-            Mode::Screen => output::terminal_width().map(|w| w.saturating_sub(2)),
-            _ => output::terminal_width(),
-        },
+        width: output::terminal_width().map(|w| w.saturating_sub(indent)),
     };
     match mode {
         Mode::Json => {
@@ -228,9 +226,8 @@ impl Feed {
     }
 
     fn say_item(&mut self, item: &Item) {
-        let text = log::say(item, &mut self.places);
-        let at = log::first_of(item).at.clone();
-        self.say(Ok(String::new()), &at, text);
+        let (at, text) = log::say(item, &mut self.places);
+        self.say(Ok(String::new()), at, text);
     }
 
     fn looked(&mut self, change: Change) {
@@ -326,11 +323,9 @@ fn change_key(c: &Change, mode: Mode) -> Option<String> {
 /// agent waits for its user.
 fn ring(agent: &str, what: &str, mode: Mode) {
     use std::io::Write;
-    let text: String = clean(&format!("coord: {agent} needs you: {what}"))
-        .chars()
-        .filter(|c| *c != '\x1b' && *c != '\x07')
-        .take(200)
-        .collect();
+    // Cleaned, the text holds no escape or bell to end the sequence early.
+    let text = clean(&format!("coord: {agent} needs you: {what}"));
+    let text: String = text.chars().take(200).collect();
     let bytes = format!("\x07\x1b]9;{text}\x07");
     if mode != Mode::Json && std::io::stdout().is_terminal() {
         output::raw(bytes.as_bytes());

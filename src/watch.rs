@@ -1,11 +1,72 @@
-//! What changed between two looks at a workspace, as events: the feed of `coord watch`.
+//! The live view behind `coord watch`: look at the workspace, wait for a change, say what changed
+//! between two looks, as events.
+
+use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::Snapshot;
 use crate::dialogue::DialogueSummary;
+use crate::layout;
 use crate::lock::deadlock::WaitEdge;
-use crate::status::{Status, WaitView};
+use crate::message::{self, Message};
+use crate::status::{self, Status, WaitView};
+use crate::workspace::Workspace;
+
+/// The workspace at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Everything `coord status` shows.
+    pub status: Status,
+    /// The messages sent so far (bodies left out).
+    pub messages: Vec<Message>,
+}
+
+/// Look at the workspace now.
+pub fn snapshot(ws: &Workspace) -> Snapshot {
+    let (messages, _) = message::scan(ws.root()).unwrap_or_default();
+    Snapshot {
+        status: status::collect(ws),
+        messages: (messages.into_iter())
+            .map(|m| Message {
+                body: String::new(),
+                ..m
+            })
+            .collect(),
+    }
+}
+
+/// The folders whose changes `coord watch` wakes on, for the workspace as `snap` saw it (`None`:
+/// before a first look): the root, coord's state folders, the wait queues, the dialogue, the
+/// open reviews, and the folders of the locks seen (a lock made by hand going away).
+pub fn watched_folders(ws: &Workspace, snap: Option<&Snapshot>) -> Vec<PathBuf> {
+    let root = ws.root();
+    let shared = crate::worktree::shared_root(root);
+    let queues = layout::queue_root(&shared);
+    let mut dirs = vec![
+        root.to_path_buf(),
+        layout::state_dir(&shared),
+        layout::held_dir(&shared),
+        layout::messages_dir(&shared),
+        layout::partners_dir(&shared),
+        layout::review_active_dir(&root.join(layout::REVIEW_METADATA_DIR)),
+    ];
+    if let Ok(entries) = crate::fsutil::read_dir(&queues) {
+        dirs.extend(entries.flatten().map(|q| q.path()));
+    }
+    dirs.push(queues);
+    let status = snap.map(|s| &s.status);
+    if let Some(d) = status.and_then(|s| s.dialogue.as_ref()) {
+        dirs.push(root.join(&d.folder));
+    }
+    for lock in status.iter().flat_map(|s| &s.locks) {
+        if let Some(dir) = root.join(&lock.lock_file).parent() {
+            dirs.push(dir.to_path_buf());
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
 
 /// One change, as `coord watch --json` prints it (`event` names the kind). The fields of each
 /// are listed in docs/protocol.md (`coord watch`).
@@ -96,12 +157,11 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
         file: w.file.clone(),
         waits_for: w.waits_for.clone(),
     }));
-    out.extend(
-        only_in(&b.waits, &a.waits, same).map(|w| Change::WaitEnded {
-            agent: w.agent.clone(),
-            file: w.file.clone(),
-        }),
-    );
+    let ended = only_in(&b.waits, &a.waits, same);
+    out.extend(ended.map(|w| Change::WaitEnded {
+        agent: w.agent.clone(),
+        file: w.file.clone(),
+    }));
     let cycles = only_in(&a.deadlocks, &b.deadlocks, |x, y| x == y).cloned();
     out.extend(cycles.map(|cycle| Change::Deadlock { cycle }));
     let sent = only_in(&after.messages, &before.messages, |x, y| x.id == y.id);
