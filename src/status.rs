@@ -272,7 +272,7 @@ const FADE_AFTER_S: u64 = 3600;
 
 /// The document `coord status` shows: [`collect`] with the conflicts and the remote (as last
 /// synced; never the network, within [`crate::conflicts::BUDGET`]), without agents finished
-/// over [`FADE_AFTER_S`] ago unless `all`.
+/// over `FADE_AFTER_S` ago unless `all`.
 pub fn document(ws: &Workspace, all: bool) -> Status {
     let mut st = collect(ws);
     let deadline = std::time::Instant::now() + crate::conflicts::BUDGET;
@@ -375,7 +375,7 @@ fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiters
     }
 }
 
-/// [`settle_lock_status`], reading the claims and the queue here.
+/// `settle_lock_status`, reading the claims and the queue here.
 pub fn settle_lock_status_of(
     ws: &Workspace,
     agents: &mut [AgentView],
