@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
     let ws = Workspace::at(root().clone());
     let dialogue = Dialogue::default_in(&ws).unwrap();
     for name in ["conversation.md", "current-turn.txt", "status.json"] {
-        std::fs::write(dialogue.folder().join(name), data).unwrap();
+        std::fs::write(dialogue.folder.join(name), data).unwrap();
     }
     let view = dialogue.snapshot().unwrap().view();
     if view.last_speaker.is_some() {
