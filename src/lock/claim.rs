@@ -64,9 +64,14 @@ pub fn read_for(root: &Path) -> (Vec<Judged>, Vec<String>) {
 
 /// Every claim, unjudged, by pattern then agent.
 pub fn read_all(root: &Path) -> Vec<LockEntry> {
-    let mut all = read_records(root).0;
+    read_sorted(root).0
+}
+
+/// [`read_all`], and the records without a pattern (for a rewrite to keep).
+fn read_sorted(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
+    let (mut all, others) = read_records(root);
     all.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
-    all
+    (all, others)
 }
 
 /// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent.
@@ -155,7 +160,8 @@ pub(super) fn release_here(
         return Ok((Vec::new(), Vec::new()));
     }
     let _mutex = ws.lock_mutex()?;
-    let all = judged(root, &mut StateCache::default(), &clock::now());
+    let (mut all, others) = read_sorted(root);
+    classify(root, &mut all, &mut StateCache::default(), &clock::now());
     let me = agent.id();
     let mut gone = vec![false; all.len()];
     let mut marked = Vec::new();
@@ -165,7 +171,7 @@ pub(super) fn release_here(
             let outcome = ours(&all, i, &mut gone, &mut marked);
             out.push(Release::new(&all[i].file, true, outcome));
         }
-        return finish(root, agent, (&all, &gone), out, marked, true);
+        return finish(root, agent, (&all, &gone, others), out, marked, true);
     };
     for p in list {
         let same: Vec<usize> = (0..all.len())
@@ -181,7 +187,7 @@ pub(super) fn release_here(
         };
         out.push(Release::new(p.as_str(), true, outcome));
     }
-    finish(root, agent, (&all, &gone), out, marked, true)
+    finish(root, agent, (&all, &gone, others), out, marked, true)
 }
 
 /// Our claim `all[i]` is released (it goes, and is marked if published on the remote).
@@ -196,18 +202,17 @@ fn ours(
     ReleaseOutcome::Released
 }
 
-/// Rewrite `.coord/claims` without the claims `gone`; with `record`, record `out` in the history.
+/// Rewrite `.coord/claims` without the claims `gone`, keeping the records without a pattern
+/// `others` (as every rewrite does); with `record`, record `out` in the history.
 fn finish(
     root: &Path,
     agent: &crate::workspace::AgentId,
-    (all, gone): (&[LockEntry], &[bool]),
+    (all, gone, mut records): (&[LockEntry], &[bool], Vec<String>),
     out: Vec<Release>,
     marked: Vec<Marked>,
     record: bool,
 ) -> Result<(Vec<Release>, Vec<Marked>)> {
     if gone.iter().any(|g| *g) {
-        // The records without a pattern stay, as every rewrite keeps them.
-        let mut records = read_records(root).1;
         let keep = (all.iter().zip(gone)).filter(|(_, g)| !**g);
         records.extend(keep.map(|(e, _)| raw_text(e)));
         write_all(root, &records)?;
@@ -240,7 +245,7 @@ pub(super) fn give_back(
     }
     let root = ws.root();
     let mutex = ws.lock_mutex()?;
-    let all = read_all(root);
+    let (all, others) = read_sorted(root);
     let mut gone = vec![false; all.len()];
     let mut out = Vec::with_capacity(held.len());
     let mut marked = Vec::new();
@@ -257,7 +262,7 @@ pub(super) fn give_back(
         };
         out.push(Release::new(pattern, true, outcome));
     }
-    let (mut out, marked) = finish(root, agent, (&all, &gone), out, marked, record)?;
+    let (mut out, marked) = finish(root, agent, (&all, &gone, others), out, marked, record)?;
     drop(mutex);
     if record {
         remote_claim::release(ws, agent, &marked, &mut out);
