@@ -51,7 +51,7 @@ fn holders(
     let root = ws.root();
     // A pattern is in the way of the locks on the files coord's index names that it matches,
     // each once (verified by reading their lock files); a file, of the locks on it.
-    let (want, files) = if claim {
+    let (want, targets) = if claim {
         let Ok(want) = Pattern::parse(key) else {
             return Vec::new();
         };
@@ -61,16 +61,15 @@ fn holders(
             .collect();
         files.sort();
         files.dedup();
-        (Some(want), files)
-    } else if ws.target_from_rel(key).is_err() {
-        return Vec::new();
+        let targets = files.iter().filter_map(|rel| ws.target_from_rel(rel).ok());
+        (Some(want), targets.collect())
     } else {
-        (None, vec![key.to_string()])
+        let Ok(target) = ws.target_from_rel(key) else {
+            return Vec::new();
+        };
+        (None, vec![target])
     };
-    let mut locks: Vec<LockEntry> = (files.iter())
-        .filter_map(|rel| ws.target_from_rel(rel).ok())
-        .flat_map(|t| locks_of(&t))
-        .collect();
+    let mut locks: Vec<LockEntry> = targets.iter().flat_map(locks_of).collect();
     classify(root, &mut locks, cache, now);
     let claims = (claim::judged_patterns(root, cache, now).into_iter())
         .filter(|c| {
