@@ -49,16 +49,27 @@ pub fn snake_case(text: &str) -> String {
     out.trim_end_matches('_').to_string()
 }
 
+/// The day a conventional file name carries (`YYYY_MM_DD`).
+fn day(now: &Timestamp) -> String {
+    now.format("%Y_%m_%d").to_string()
+}
+
+/// The conventional path of `llm`'s review of `topic` under `meta`, dated `now` (what
+/// [`conventional`] gives for [`Kind::Review`]).
+pub fn review_file(meta: &Path, llm: &str, topic: &str, now: &Timestamp) -> PathBuf {
+    layout::review_file(meta, llm, topic, &day(now))
+}
+
 /// The conventional path of a file under the metadata folder `meta`, dated `now`.
 pub fn conventional(meta: &Path, p: &NameParts<'_>, now: &Timestamp) -> Result<PathBuf> {
-    let date = now.format("%Y_%m_%d").to_string();
+    let date = day(now);
     let need = |v: Option<&str>, flag: &str| {
         v.map(snake_case).filter(|s| !s.is_empty()).ok_or_else(|| {
             Error::bad_input(format!("a {} file name needs `{flag}`", p.kind.as_str()))
         })
     };
     Ok(match p.kind {
-        Kind::Review => layout::review_file(meta, p.llm, p.topic, &date),
+        Kind::Review => review_file(meta, p.llm, p.topic, now),
         Kind::Response => {
             let step = p
                 .step
