@@ -170,7 +170,7 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
         second,
         "Codex: apply_patch src/app.rs -> denied; its agent reads:",
     );
-    for l in wrap(&why, 92) {
+    for l in output::wrap(&why, 92, 0).split('\n') {
         output::line(&format!("{:>19}{l}", ""));
     }
     demo.hook(first, "claude", "Stop", &stop(claude))?;
@@ -328,23 +328,6 @@ fn each_at_once(
             .into_iter()
             .try_for_each(|h| h.join().map_err(|_| anyhow!("a demo agent panicked"))?)
     })
-}
-
-/// Cut `text` into lines of at most `width` characters, at spaces.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = vec![String::new()];
-    for word in text.split_whitespace() {
-        let line = lines.last_mut().expect("never empty");
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(word.to_string());
-        } else {
-            if !line.is_empty() {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-    }
-    lines
 }
 
 struct Demo {
