@@ -237,55 +237,54 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
     };
     let agents = unique(timed.iter().map(|(_, e)| e.agent.clone()));
     let who = |a: &str| agents.iter().position(|x| x == a).unwrap_or(0);
-    // Holds and waits as spans; an open one ends at the last event, or now while it lasts.
-    let mut holds: Vec<(String, usize, Timestamp, Option<Timestamp>, bool)> = Vec::new();
-    let mut waits: Vec<(String, usize, Timestamp, Option<Timestamp>)> = Vec::new();
-    let mut marks: Vec<(String, usize, Timestamp, Mark)> = Vec::new();
+    // Holds, waits and denials (a point) as spans, each with its mark; an open one ends at the
+    // last event, or now while it lasts.
+    let mut spans: Vec<(String, usize, Timestamp, Option<Timestamp>, Mark)> = Vec::new();
     for (t, e) in &timed {
         let Some(file) = e.file.clone().or_else(|| e.pattern.clone()) else {
             continue;
         };
-        let w = who(&e.agent);
-        let close_wait = |waits: &mut Vec<(String, usize, Timestamp, Option<Timestamp>)>| {
-            if let Some(span) = waits
-                .iter_mut()
-                .rev()
-                .find(|s| s.0 == file && s.1 == w && s.3.is_none())
-            {
-                span.3 = Some(*t);
-            }
-        };
-        match e.event.as_str() {
+        let (w, over) = (who(&e.agent), e.event == "lock_taken_over");
+        // Whether it ends the agent's wait for the file, whose holds of it it ends (anyone's:
+        // taken over, forced), and what it starts.
+        let (ends_wait, ends_holds, starts) = match e.event.as_str() {
             "lock_taken" | "lock_taken_over" | "claim_taken" => {
-                close_wait(&mut waits);
-                let over = e.event == "lock_taken_over";
-                // Whoever held it before has lost it.
-                for h in holds.iter_mut().filter(|h| h.0 == file && h.3.is_none()) {
-                    if over || h.1 == w {
-                        h.3 = Some(*t);
-                    }
-                }
-                holds.push((file, w, *t, None, over));
+                let hold = if over {
+                    Mark::TakeOver(w)
+                } else {
+                    Mark::Hold(w)
+                };
+                (true, Some(over), Some(hold))
             }
             "lock_released" | "claim_released" | "claim_lost" | "lock_lost" => {
-                let forced = e.extra.contains_key("forced");
-                for h in holds
-                    .iter_mut()
-                    .filter(|h| h.0 == file && h.3.is_none() && (forced || h.1 == w))
-                {
-                    h.3 = Some(*t);
-                }
+                (false, Some(e.extra.contains_key("forced")), None)
             }
-            "lock_waiting" => waits.push((file, w, *t, None)),
-            "lock_refused" | "edit_denied" => {
-                close_wait(&mut waits);
-                marks.push((file, w, *t, Mark::Denied(w)));
-            }
-            _ => {}
+            "lock_waiting" => (false, None, Some(Mark::Wait(w))),
+            "lock_refused" | "edit_denied" => (true, None, Some(Mark::Denied(w))),
+            _ => continue,
+        };
+        let mut waits = spans.iter_mut().rev();
+        let wait = waits.find(|s| s.0 == file && s.3.is_none() && s.4 == Mark::Wait(w));
+        if let Some(wait) = wait.filter(|_| ends_wait) {
+            wait.3 = Some(*t);
         }
+        for h in spans.iter_mut().filter(|h| h.0 == file && h.3.is_none()) {
+            let held = matches!(h.4, Mark::Hold(_) | Mark::TakeOver(_));
+            if held && ends_holds.is_some_and(|any| any || h.1 == w) {
+                h.3 = Some(*t);
+            }
+        }
+        let end = matches!(starts, Some(Mark::Denied(_))).then_some(*t);
+        spans.extend(starts.map(|m| (file, w, *t, end, m)));
     }
+    // Holds first, then waits, then denials: the order of the rows and of the painting.
+    spans.sort_by_key(|s| match s.4 {
+        Mark::Wait(_) => 1,
+        Mark::Denied(_) => 2,
+        _ => 0,
+    });
     let last = timed.last().map(|(t, _)| *t).unwrap_or(start);
-    let open = holds.iter().any(|h| h.3.is_none()) || waits.iter().any(|w| w.3.is_none());
+    let open = spans.iter().any(|s| s.3.is_none());
     let end = if open { last.max(clock::now()) } else { last };
     let span_ms = ((end - start).num_milliseconds()).max(1);
 
@@ -293,10 +292,7 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
         true => agents[agent].clone(),
         false => file.to_string(),
     };
-    let spans = holds.iter().map(|h| (&h.0, h.1));
-    let spans = spans.chain(waits.iter().map(|w| (&w.0, w.1)));
-    let spans = spans.chain(marks.iter().map(|m| (&m.0, m.1)));
-    let keys = unique(spans.map(|(f, a)| key_of(f, a)));
+    let keys = unique(spans.iter().map(|s| key_of(&s.0, s.1)));
     if keys.is_empty() {
         return "no locks, waits or denials to draw\n".to_string();
     }
@@ -322,25 +318,23 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
             }
         }
     };
-    for (f, a, from, to, over) in &holds {
+    for (f, a, from, to, mark) in &spans {
         let row = &mut rows[row_of(f, *a)];
         let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
-        paint(&mut row.0, c0, c1, Mark::Hold(*a));
-        if *over {
-            row.0[c0] = Mark::TakeOver(*a);
+        match mark {
+            Mark::Wait(_) if by_agent => paint(&mut row.0, c0, c1, *mark),
+            Mark::Wait(_) => {
+                let line = row.1.get_or_insert_with(|| vec![Mark::Empty; bar_w]);
+                paint(line, c0, c1, *mark);
+            }
+            Mark::Denied(_) => row.0[c0] = *mark,
+            _ => {
+                paint(&mut row.0, c0, c1, Mark::Hold(*a));
+                if let Mark::TakeOver(_) = mark {
+                    row.0[c0] = *mark;
+                }
+            }
         }
-    }
-    for (f, a, from, to) in &waits {
-        let row = &mut rows[row_of(f, *a)];
-        let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
-        let line = match by_agent {
-            true => &mut row.0,
-            false => row.1.get_or_insert_with(|| vec![Mark::Empty; bar_w]),
-        };
-        paint(line, c0, c1, Mark::Wait(*a));
-    }
-    for (f, a, t, m) in &marks {
-        rows[row_of(f, *a)].0[col(t)] = *m;
     }
 
     let rows_are = if by_agent { "agents" } else { "files" };
