@@ -62,7 +62,7 @@ pub struct WatchArgs {
 /// One line of `--json` output.
 #[derive(Serialize)]
 struct Line<'a> {
-    at: String,
+    at: &'a str,
     #[serde(flatten)]
     change: &'a Change,
 }
@@ -257,10 +257,7 @@ impl Feed {
 
     fn show(&mut self, change: &Change) {
         let at = clock::now_string();
-        let line = Line {
-            at: at.clone(),
-            change,
-        };
+        let line = Line { at: &at, change };
         self.say(output::json_text(&line), &at, describe(change));
     }
 
