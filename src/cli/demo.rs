@@ -83,12 +83,8 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     demo.show(agents[1], "lock NOTES.md --reason summarising", &[], 2)?;
 
     output::line("\n$ coord status");
-    let (exe, dir) = (&demo.exe, &demo.dir);
-    let status = Command::new(exe)
-        .args(["status"])
-        .current_dir(dir)
-        .env("COORD_DIR", dir)
-        .env_remove("COORD_AGENT")
+    // As no agent: the view is everyone's.
+    let status = (demo.command("", &["status"]).env_remove("COORD_AGENT"))
         .status()
         .context("cannot run coord status")?;
     if !status.success() {
@@ -96,7 +92,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     }
     output::line(&format!(
         "\nThe demo folder is {d} (nothing runs in it any more); remove it with: rm -rf {d}",
-        d = dir.display()
+        d = demo.dir.display()
     ));
     Ok(ExitCode::Success)
 }
