@@ -4,7 +4,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::{Bounds, Event};
+use super::{Event, bounds};
 use crate::clock::{self, Timestamp};
 use crate::error::{IoResultExt, Result};
 use crate::fsutil;
@@ -84,11 +84,11 @@ fn parse_line(line: &[u8]) -> Option<Event> {
 
 /// Both generations (the previous one first), the most read of each, and the oldest time kept.
 fn generations(root: &Path) -> ([PathBuf; 2], u64, Timestamp) {
-    let bounds = Bounds::of(root);
+    let (max_size, max_age) = bounds(root);
     let shared = crate::worktree::shared_root(root);
-    let oldest = clock::back_from(&clock::now(), bounds.max_age);
+    let oldest = clock::back_from(&clock::now(), max_age);
     // A generation is rotated at half the bound; one written by hand may be larger.
-    let cap = bounds.max_size.max(1 << 20).saturating_mul(2);
+    let cap = max_size.max(1 << 20).saturating_mul(2);
     let paths = [
         layout::history_rotated(&shared),
         layout::history_log(&shared),
