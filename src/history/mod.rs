@@ -8,7 +8,7 @@ pub mod ending;
 mod needs;
 mod read;
 
-pub use needs::{NeedsUser, clear_needs_user, needs_user, set_needs_user};
+pub use needs::{NeedsUser, needs_user, set_needs_user};
 pub use read::{Filter, Position, Tail, read, since, trim};
 
 use std::path::Path;

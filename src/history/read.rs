@@ -69,7 +69,6 @@ pub fn since(text: &str) -> Result<Timestamp> {
 fn parse_lines(bytes: &[u8]) -> Vec<Event> {
     bytes
         .split(|b| *b == b'\n')
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
         .filter_map(parse_line)
         .collect()
 }
