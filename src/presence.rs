@@ -33,8 +33,7 @@ pub const SEED_KEYS: [&str; 7] = [
 const LOCKS_KEY: &str = "locks";
 
 /// What an agent's presence says about it now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentState {
     /// Heartbeat at most two minutes old.
     Active,
