@@ -16,12 +16,10 @@ const IGNORE_CAP: u64 = 16 * 1024 * 1024;
 /// The most folders looked into for submodules' git folders.
 const MODULE_FOLDERS: usize = 2_000;
 
-/// Keep coord's files out of `git status` in the git work tree around `root`: `prepare` (which
-/// makes `.coord/`), then coord's block in each repository's `info/exclude` (the common one,
-/// then its submodules'; best effort), then `.coord/.gitignore`. Nothing to do when adopted
-/// already (`.coord/.gitignore` exists), not inside a git work tree, wired by `coord init` (its
-/// block in the `.gitignore` of `root` or of the work tree's top level), or turned off
-/// ([`switched_off`]).
+/// Keep coord's files out of `git status` around `root`: `prepare` (makes `.coord/`), coord's
+/// block in the `info/exclude` of the repository and its submodules, then `.coord/.gitignore`.
+/// Not when adopted already, outside git, wired by `coord init` (its block in the `.gitignore`
+/// of `root` or of the top level), or turned off ([`switched_off`]).
 pub fn adopt(root: &Path, prepare: impl FnOnce() -> Result<()>) -> Result<()> {
     let marker = layout::state_gitignore(&worktree::shared_root(root));
     if fs::symlink_metadata(&marker).is_ok() {

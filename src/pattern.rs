@@ -275,10 +275,9 @@ fn parse_class(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
     Ok((Tok::Class { ranges, negated }, i))
 }
 
-/// Whether some sequence is matched by both `a` and `b`: `star` matches any run of items (a
-/// `**` any folders, a `*` any characters), any other item one item for which `one` holds
-/// (`one(x, star)`: `x` can be taken by a star). Segments and their tokens are never empty, so
-/// a common match of two segments is never the empty string.
+/// Whether some sequence matches both `a` and `b`, where `star` (`**`, `*`) takes any run of
+/// items and two others meet where `one` holds (`one(x, star)`: a star may take `x`). No segment
+/// is empty, so neither is a match of two.
 fn meet<T: PartialEq>(a: &[T], b: &[T], star: &T, one: &dyn Fn(&T, &T) -> bool) -> bool {
     let (mut todo, mut seen) = (vec![(0, 0)], HashSet::new());
     while let Some((i, j)) = todo.pop() {

@@ -325,39 +325,37 @@ mod tests {
         assert!(got.iter().all(|e| e.event == "lock_taken"));
     }
 
+    /// #45: a folder given to `coord log` keeps what lies below it; a pattern, the events of the
+    /// files it matches and of the claims it overlaps.
     #[test]
-    fn folders_match_what_lies_below() {
-        let e = super::super::Event::new(super::super::Kind::LockTaken, "a").file("src/x.rs");
-        let f = |files: &[&str]| Filter {
-            files: files.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        };
-        assert!(f(&["src/"]).keeps(&e));
-        assert!(f(&["src"]).keeps(&e));
-        assert!(f(&["src/x.rs"]).keeps(&e));
-        assert!(!f(&["sr"]).keeps(&e));
-    }
-
-    /// #45: a pattern given to `coord log` keeps the events of the files it matches and of
-    /// the claims it overlaps.
-    #[test]
-    fn patterns_match_files_and_overlapping_claims() {
+    fn folders_and_patterns_match_files_and_overlapping_claims() {
         use super::super::{Event, Kind};
-        let f = |patterns: &[&str]| Filter {
-            patterns: patterns
-                .iter()
-                .map(|p| Pattern::parse(p).unwrap())
-                .collect(),
+        let f = |files: &[&str], patterns: &[&str]| Filter {
+            files: files.iter().map(|s| s.to_string()).collect(),
+            patterns: (patterns.iter().map(|p| Pattern::parse(p).unwrap())).collect(),
             ..Default::default()
         };
+        let e = Event::new(Kind::LockTaken, "a").file("src/x.rs");
+        for (folder, keeps) in [
+            ("src/", true),
+            ("src", true),
+            ("src/x.rs", true),
+            ("sr", false),
+        ] {
+            assert_eq!(f(&[folder], &[]).keeps(&e), keeps, "{folder}");
+        }
         let lock = Event::new(Kind::LockTaken, "a").file("src/auth/x.rs");
         let mut claim = Event::new(Kind::ClaimReleased, "a");
         claim.pattern = Some("src/auth/**".into());
-        assert!(f(&["src/**"]).keeps(&lock));
-        assert!(f(&["src/*/x.rs"]).keeps(&lock));
-        assert!(!f(&["src/*.rs"]).keeps(&lock));
-        assert!(f(&["src/**"]).keeps(&claim));
-        assert!(f(&["src/auth/*.rs"]).keeps(&claim));
-        assert!(!f(&["docs/"]).keeps(&claim));
+        for (pattern, e, keeps) in [
+            ("src/**", &lock, true),
+            ("src/*/x.rs", &lock, true),
+            ("src/*.rs", &lock, false),
+            ("src/**", &claim, true),
+            ("src/auth/*.rs", &claim, true),
+            ("docs/", &claim, false),
+        ] {
+            assert_eq!(f(&[], &[pattern]).keeps(e), keeps, "{pattern}");
+        }
     }
 }
