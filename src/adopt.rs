@@ -16,51 +16,31 @@ const IGNORE_CAP: u64 = 16 * 1024 * 1024;
 /// The most folders looked into for submodules' git folders.
 const MODULE_FOLDERS: usize = 2_000;
 
-/// What adopting the workspace at a root writes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Adoption {
-    /// The git folders whose `info/exclude` gets coord's block: the repository's common one
-    /// first, then its submodules'.
-    repositories: Vec<PathBuf>,
-    /// `.coord/.gitignore`.
-    marker: PathBuf,
-}
-
-/// What adopting the workspace at `root` would write, or `None` when there is nothing to do:
-/// adopted already (`.coord/.gitignore` exists), not inside a git work tree, wired by
-/// `coord init` (its block in the `.gitignore` of `root` or of the work tree's top level), or
-/// turned off ([`switched_off`]).
-pub fn pending(root: &Path) -> Option<Adoption> {
+/// Keep coord's files out of `git status` around `root`: `prepare` (makes `.coord/`), coord's
+/// block in the `info/exclude` of the repository and its submodules, then `.coord/.gitignore`.
+/// Not when adopted already, outside git, wired by `coord init` (its block in the `.gitignore`
+/// of `root` or of the top level), or turned off ([`switched_off`]).
+pub fn adopt(root: &Path, prepare: impl FnOnce() -> Result<()>) -> Result<()> {
     let marker = layout::state_gitignore(&worktree::shared_root(root));
     if fs::symlink_metadata(&marker).is_ok() {
-        return None;
+        return Ok(());
     }
-    let (top, repository) = worktree::enclosing_repository(root)?;
+    let Some((top, repository)) = worktree::enclosing_repository(root) else {
+        return Ok(());
+    };
     let wired = |dir: &Path| {
         fsutil::read_capped(&dir.join(".gitignore"), IGNORE_CAP)
             .is_ok_and(|b| String::from_utf8_lossy(&b).contains(layout::IGNORE_BEGIN))
     };
     if wired(root) || (top != root && wired(&top)) || switched_off(&repository) {
-        return None;
+        return Ok(());
     }
-    let mut repositories = submodules(&repository);
-    repositories.insert(0, repository);
-    Some(Adoption {
-        repositories,
-        marker,
-    })
-}
-
-impl Adoption {
-    /// Write coord's block into each repository's `info/exclude` (best effort: a file that
-    /// cannot be written, or holds a block with no end, is left as it is), then
-    /// `.coord/.gitignore`.
-    pub fn apply(&self) -> Result<()> {
-        for repository in &self.repositories {
-            let _ = exclude(repository);
-        }
-        fsutil::replace_durable(&self.marker, b"*\n")
+    prepare()?;
+    // A file that cannot be written, or holds a block with no end, is left as it is.
+    for repository in std::iter::once(&repository).chain(&submodules(&repository)) {
+        let _ = exclude(repository);
     }
+    fsutil::replace_durable(&marker, b"*\n")
 }
 
 /// Whether the repository whose git folder is `repository` turned coord off: its `config`

@@ -173,8 +173,11 @@ impl Pattern {
                 _ => break,
             }
         }
-        let mut seen = HashSet::new();
-        segs_meet(&self.segs, &other.segs, 0, 0, &mut seen)
+        meet(&self.segs, &other.segs, &Seg::Deep, &|x, y| match (x, y) {
+            (Seg::One(x), Seg::One(y)) if is_literal(x) && is_literal(y) => x == y,
+            (Seg::One(x), Seg::One(y)) => meet(x, y, &Tok::Star, &chars_meet),
+            _ => true,
+        })
     }
 
     /// The literal folder every match lies in (`src/auth` for `src/auth/**/*.rs`; empty when
@@ -272,80 +275,38 @@ fn parse_class(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
     Ok((Tok::Class { ranges, negated }, i))
 }
 
-/// Whether segments `a[i..]` and `b[j..]` match a common path.
-fn segs_meet(a: &[Seg], b: &[Seg], i: usize, j: usize, seen: &mut HashSet<(usize, usize)>) -> bool {
-    if !seen.insert((i, j)) {
-        return false;
-    }
-    match (a.get(i), b.get(j)) {
-        (None, None) => true,
-        (Some(Seg::Deep), _) | (_, Some(Seg::Deep)) => {
-            let a_deep = a.get(i) == Some(&Seg::Deep);
-            let b_deep = b.get(j) == Some(&Seg::Deep);
-            // A `**` matches nothing here, or takes the other side's next segment and stays.
-            (a_deep && segs_meet(a, b, i + 1, j, seen))
-                || (b_deep && segs_meet(a, b, i, j + 1, seen))
-                || (a_deep && j < b.len() && !b_deep && segs_meet(a, b, i, j + 1, seen))
-                || (b_deep && i < a.len() && !a_deep && segs_meet(a, b, i + 1, j, seen))
+/// Whether some sequence matches both `a` and `b`, where `star` (`**`, `*`) takes any run of
+/// items and two others meet where `one` holds (`one(x, star)`: a star may take `x`). No segment
+/// is empty, so neither is a match of two.
+fn meet<T: PartialEq>(a: &[T], b: &[T], star: &T, one: &dyn Fn(&T, &T) -> bool) -> bool {
+    let (mut todo, mut seen) = (vec![(0, 0)], HashSet::new());
+    while let Some((i, j)) = todo.pop() {
+        if !seen.insert((i, j)) {
+            continue;
         }
-        (Some(Seg::One(x)), Some(Seg::One(y))) => {
-            seg_meet(x, y) && segs_meet(a, b, i + 1, j + 1, seen)
+        let (x, y) = (a.get(i), b.get(j));
+        if x == Some(star) {
+            todo.push((i + 1, j));
         }
-        _ => false,
+        if y == Some(star) {
+            todo.push((i, j + 1));
+        }
+        let (x_star, y_star) = (x == Some(star), y == Some(star));
+        match (x, y) {
+            (None, None) => return true,
+            // A star takes the other side's next item and stays.
+            (Some(x), Some(y)) if x_star && !y_star && one(y, x) => todo.push((i, j + 1)),
+            (Some(x), Some(y)) if y_star && !x_star && one(x, y) => todo.push((i + 1, j)),
+            (Some(x), Some(y)) if !x_star && !y_star && one(x, y) => todo.push((i + 1, j + 1)),
+            _ => {}
+        }
     }
+    false
 }
 
 /// Whether a segment has no wildcard.
 fn is_literal(toks: &[Tok]) -> bool {
     toks.iter().all(|t| matches!(t, Tok::Lit(_)))
-}
-
-/// Whether two segments match a common non-empty string.
-fn seg_meet(x: &[Tok], y: &[Tok]) -> bool {
-    if is_literal(x) && is_literal(y) {
-        return x == y && !x.is_empty();
-    }
-    let mut seen = HashSet::new();
-    toks_meet(x, y, 0, 0, false, &mut seen)
-}
-
-fn toks_meet(
-    x: &[Tok],
-    y: &[Tok],
-    i: usize,
-    j: usize,
-    some: bool,
-    seen: &mut HashSet<(usize, usize, bool)>,
-) -> bool {
-    if !seen.insert((i, j, some)) {
-        return false;
-    }
-    let (a, b) = (x.get(i), y.get(j));
-    if a.is_none() && b.is_none() {
-        return some;
-    }
-    let a_star = a == Some(&Tok::Star);
-    let b_star = b == Some(&Tok::Star);
-    // A star matches nothing more.
-    if a_star && toks_meet(x, y, i + 1, j, some, seen) {
-        return true;
-    }
-    if b_star && toks_meet(x, y, i, j + 1, some, seen) {
-        return true;
-    }
-    match (a, b) {
-        // Both stars take one common character and stay.
-        (Some(Tok::Star), Some(Tok::Star)) => !some && toks_meet(x, y, i, j, true, seen),
-        // A star takes the other side's next character (one it can match) and stays.
-        (Some(Tok::Star), Some(c)) => {
-            chars_meet(c, &Tok::Any) && toks_meet(x, y, i, j + 1, true, seen)
-        }
-        (Some(c), Some(Tok::Star)) => {
-            chars_meet(c, &Tok::Any) && toks_meet(x, y, i + 1, j, true, seen)
-        }
-        (Some(c), Some(d)) => chars_meet(c, d) && toks_meet(x, y, i + 1, j + 1, true, seen),
-        _ => false,
-    }
 }
 
 /// The characters one token stands for, as sorted disjoint ranges (`None`: every character

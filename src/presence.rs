@@ -33,8 +33,7 @@ pub const SEED_KEYS: [&str; 7] = [
 const LOCKS_KEY: &str = "locks";
 
 /// What an agent's presence says about it now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentState {
     /// Heartbeat at most two minutes old.
     Active,
@@ -359,41 +358,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_presence_is_read() {
-        let now = clock::parse_timestamp("2026-01-28T01:06:00").unwrap();
-        let p = Presence::parse(
-            "claude",
-            "Agent: Claude\nstatus: ACTIVE\nstarted: 2026-01-28T01:00:00\nheartbeat: 2026-01-28T01:05:00\nworking_on: Task_123\ncurrent_file: file.txt\nlock_status: FREE\n",
-            None,
+    fn the_state_follows_the_status_and_the_heartbeat() {
+        use AgentState::{Active, Finished, Inactive};
+        let seed = "Agent: Claude\nstatus: ACTIVE\nstarted: 2026-01-28T01:00:00\nheartbeat: 2026-01-28T01:05:00\nworking_on: Task_123\ncurrent_file: file.txt\nlock_status: FREE\n";
+        assert_eq!(Presence::parse("claude", seed, None).name(), "Claude");
+        let t = |s: &str| clock::parse_timestamp(s).unwrap();
+        let hb = "heartbeat: 2026-01-28T01:00:00+00:00\n";
+        let (soon, future) = (
+            "heartbeat: soon\n",
+            "heartbeat: 2999-01-01T00:00:00+00:00\n",
         );
-        assert_eq!(p.name(), "Claude");
-        assert_eq!(p.state(&now), AgentState::Active);
-        let later = clock::parse_timestamp("2026-01-28T01:07:01").unwrap();
-        assert_eq!(p.state(&later), AgentState::Inactive);
-        let done = Presence::parse("claude", "status: FINISHED\n", None);
-        assert_eq!(done.state(&now), AgentState::Finished);
-    }
-
-    #[test]
-    fn unreadable_heartbeat_falls_back_to_mtime() {
-        let now = clock::parse_timestamp("2026-01-28T01:06:00+00:00").unwrap();
-        let p = Presence::parse("x", "heartbeat: soon\n", Some(now));
-        assert_eq!(p.state(&now), AgentState::Active);
-        let none = Presence::parse("x", "heartbeat: soon\n", None);
-        assert_eq!(none.state(&now), AgentState::Inactive);
-    }
-
-    #[test]
-    fn two_minutes_old_is_active_and_one_second_more_is_not() {
-        let p = Presence::parse("x", "heartbeat: 2026-01-28T01:00:00+00:00\n", None);
-        let at = |t: &str| p.state(&clock::parse_timestamp(t).unwrap());
-        assert_eq!(at("2026-01-28T01:02:00+00:00"), AgentState::Active);
-        assert_eq!(at("2026-01-28T01:02:01+00:00"), AgentState::Inactive);
-        // The same bound for a heartbeat ahead of this clock.
-        assert_eq!(at("2026-01-28T00:58:00+00:00"), AgentState::Active);
-        assert_eq!(at("2026-01-28T00:57:59+00:00"), AgentState::Inactive);
-        // A heartbeat far in the future is not believed.
-        let forged = Presence::parse("x", "heartbeat: 2999-01-01T00:00:00+00:00\n", None);
-        assert_eq!(forged.state(&clock::now()), AgentState::Inactive);
+        let mtime = Some(t("2026-01-28T01:06:00+00:00"));
+        for (text, mtime, now, want) in [
+            (seed, None, t("2026-01-28T01:06:00"), Active),
+            (seed, None, t("2026-01-28T01:07:01"), Inactive),
+            (
+                "status: FINISHED\n",
+                None,
+                t("2026-01-28T01:06:00"),
+                Finished,
+            ),
+            // An unreadable heartbeat falls back to the mtime.
+            (soon, mtime, t("2026-01-28T01:06:00+00:00"), Active),
+            (soon, None, t("2026-01-28T01:06:00+00:00"), Inactive),
+            // Two minutes old is active, one second more is not; the same bound ahead.
+            (hb, None, t("2026-01-28T01:02:00+00:00"), Active),
+            (hb, None, t("2026-01-28T01:02:01+00:00"), Inactive),
+            (hb, None, t("2026-01-28T00:58:00+00:00"), Active),
+            (hb, None, t("2026-01-28T00:57:59+00:00"), Inactive),
+            // A heartbeat far in the future is not believed.
+            (future, None, clock::now(), Inactive),
+        ] {
+            let p = Presence::parse("claude", text, mtime);
+            assert_eq!(p.state(&now), want, "{text} at {now}");
+        }
     }
 }

@@ -30,19 +30,6 @@ struct Start {
     files: BTreeMap<String, Option<Stat>>,
 }
 
-/// A held file that a shell command changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Changed {
-    /// The file, relative to the work tree's top level.
-    pub file: String,
-    /// Who holds it.
-    pub holder: String,
-    /// How: `modified`, `created` or `deleted`.
-    pub how: &'static str,
-    /// Since when the holder holds it (RFC 3339), when known.
-    pub since: Option<String>,
-}
-
 /// The files another agent holds `LIVE` now: of the paths `.coord/held/` names for others, those
 /// [`guard::held`] finds held.
 fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
@@ -83,9 +70,10 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
     fsutil::replace(&path, &bytes)
 }
 
-/// A shell tool call of `agent` has run: the held files it changed. The start record is used up
-/// (mtime set to the epoch); without one, nothing is known to have changed.
-pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<Changed> {
+/// A shell tool call of `agent` has run: the held files it changed, each with how (`modified`,
+/// `created` or `deleted`). The start record is used up (mtime set to the epoch); without one,
+/// nothing is known to have changed.
+pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<(&'static str, Held)> {
     let path = layout::shell_start(&crate::worktree::shared_root(ws.root()), agent.id());
     let Ok((bytes, Some(started))) = fsutil::read_capped_with_mtime(&path, RECORD_CAP) else {
         return Vec::new();
@@ -113,12 +101,7 @@ pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<Changed> {
         if now.is_some_and(|n| holder_touched_after(ws, &held, &n)) {
             continue;
         }
-        out.push(Changed {
-            file: held.file,
-            holder: held.holder,
-            how,
-            since: held.since,
-        });
+        out.push((how, held));
     }
     out
 }
@@ -141,19 +124,16 @@ pub fn since_text(since: Option<&str>, now: &crate::clock::Timestamp) -> String 
 }
 
 /// The notice an agent gets after its shell command changed files others hold.
-pub fn notice(changed: &[Changed], me: &AgentId) -> String {
+pub fn notice(changed: &[(&str, Held)], me: &AgentId) -> String {
     let now = crate::clock::now();
     let list: Vec<String> = changed
         .iter()
-        .map(|c| {
+        .map(|(how, c)| {
             let since = since_text(c.since.as_deref(), &now);
-            format!(
-                "`{}` ({}; held by {} since {since})",
-                c.file, c.how, c.holder
-            )
+            format!("`{}` ({how}; held by {} since {since})", c.file, c.holder)
         })
         .collect();
-    let first = &changed[0];
+    let first = &changed[0].1;
     let holder = AgentId::parse(&first.holder)
         .map(|a| a.id().to_string())
         .unwrap_or_else(|_| first.holder.clone());
@@ -162,7 +142,10 @@ pub fn notice(changed: &[Changed], me: &AgentId) -> String {
     } else {
         ("files", "them")
     };
-    let args: Vec<String> = changed.iter().map(|c| crate::shell::arg(&c.file)).collect();
+    let args: Vec<String> = changed
+        .iter()
+        .map(|c| crate::shell::arg(&c.1.file))
+        .collect();
     format!(
         "coord: your shell command changed {files} that another agent holds: {}. That agent is editing {them}: \
          unless that change was theirs, put {them} back as it was (`git restore {}` for a tracked file, or from its `.bak`), \

@@ -48,7 +48,7 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         wait,
         command: args.command,
         // With `-C DIR`, CMD runs in DIR, where FILE was read from (contract §1).
-        dir: Some(ctx.cwd().to_path_buf()),
+        dir: ctx.cwd().to_path_buf(),
         runs_in: coord::identity::runs_in(),
     };
     // The locks are released before this process exits: kept locked until then, the first

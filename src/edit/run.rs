@@ -45,9 +45,8 @@ pub struct RunRequest {
     pub wait: Wait,
     /// The program and its arguments (at least the program).
     pub command: Vec<OsString>,
-    /// The folder CMD runs in (`-C DIR`: DIR, where FILE arguments were read from); `None`:
-    /// this process's own.
-    pub dir: Option<std::path::PathBuf>,
+    /// The folder CMD runs in (`-C DIR`: DIR, where FILE arguments were read from).
+    pub dir: std::path::PathBuf,
     /// The agent client's session this process runs in (see [`LockRequest::runs_in`]).
     pub runs_in: Option<ClientSession>,
 }
@@ -176,10 +175,8 @@ fn supervise(
     command
         .args(args)
         .env(AGENT_ENV, req.agent.name())
-        .env(DIR_ENV, ws.root());
-    if let Some(dir) = &req.dir {
-        command.current_dir(dir);
-    }
+        .env(DIR_ENV, ws.root())
+        .current_dir(&req.dir);
     // Decided now, not before a wait: the job may have moved to or from the foreground.
     let own_group = ProcessGroup::wanted();
     if own_group {

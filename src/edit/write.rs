@@ -83,15 +83,17 @@ fn reject(
         return e;
     }
     let file = &target.rel;
+    // Control characters dropped: the holder's name ends up on a terminal.
     let holder = lock::locks_of(target)
         .into_iter()
         .find(|e| e.agent != agent.id())
-        .map(|e| printable(e.holder()))
+        .map(|e| e.holder().replace(char::is_control, ""))
         // Not locked: a claim may hold it (here, or another clone's as last synced).
         .or_else(|| {
             let held = (why == Refusal::NotLocked)
                 .then(|| lock::seen_holder(ws, agent, std::slice::from_ref(target)));
-            held.flatten().map(|b| printable(&b.holder))
+            held.flatten()
+                .map(|b| b.holder.replace(char::is_control, ""))
         });
     let kept = format!("`{file}` was not written; your content is kept in `{rel}`");
     let message = match (why, holder) {
@@ -116,9 +118,4 @@ fn reject(
         ),
     };
     Error::refused(why, message, Some(hint))
-}
-
-/// Text from a lock file, with control characters dropped (it ends up on a terminal).
-pub(super) fn printable(text: &str) -> String {
-    text.chars().filter(|c| !c.is_control()).collect()
 }

@@ -41,15 +41,13 @@ pub struct Ending {
 /// over (another event came, or [`WINDOW`] passed), an event that cannot be part of one at once.
 #[derive(Debug, Default)]
 pub struct Endings {
-    /// The events of the run still open, and the time of its last one.
+    /// The events of the run still open.
     open: Vec<Event>,
-    last: Option<Timestamp>,
 }
 
 impl Endings {
     /// Push the next event; the lines that are complete now.
     pub fn push(&mut self, e: Event) -> Vec<Item> {
-        let at = e.time();
         let ending = match e.event.as_str() {
             "lock_released" => !e.extra.contains_key("forced"),
             "claim_released" | "needs_user" | "user_answered" | "agent_left" => true,
@@ -58,7 +56,7 @@ impl Endings {
         let same_run = self.open.first().is_some_and(|first| {
             first.agent == e.agent
                 && first.session == e.session
-                && matches!((&self.last, &at), (Some(last), Some(at)) if clock::age(at, last) <= WINDOW)
+                && matches!((self.last(), e.time()), (Some(last), Some(at)) if clock::age(&at, &last) <= WINDOW)
         });
         let mut out = if ending && same_run {
             Vec::new()
@@ -67,7 +65,6 @@ impl Endings {
         };
         if ending {
             self.open.push(e);
-            self.last = at;
         } else {
             out.push(Item::One(e));
         }
@@ -77,10 +74,13 @@ impl Endings {
     /// The endings over by `now` (their last event more than [`WINDOW`] before it).
     pub fn due(&mut self, now: &Timestamp) -> Vec<Item> {
         let over = self
-            .last
-            .as_ref()
-            .is_none_or(|last| clock::age(now, last) > WINDOW);
+            .last()
+            .is_none_or(|last| clock::age(now, &last) > WINDOW);
         if over { self.finish() } else { Vec::new() }
+    }
+
+    fn last(&self) -> Option<Timestamp> {
+        self.open.last()?.time()
     }
 
     /// The run still open, closed: one [`Ending`] when it has two or more events and one of them

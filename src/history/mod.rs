@@ -8,7 +8,7 @@ pub mod ending;
 mod needs;
 mod read;
 
-pub use needs::{NeedsUser, clear_needs_user, needs_user, set_needs_user};
+pub use needs::{NeedsUser, needs_user, set_needs_user};
 pub use read::{Filter, Position, Tail, read, since, trim};
 
 use std::path::Path;
@@ -28,11 +28,9 @@ use crate::record::Record;
 /// page, so that even a writer that does not lock cannot split it on a local disk.
 pub const LINE_CAP: usize = 4000;
 
-/// The default bound on the history's size on disk (both generations).
-pub const DEFAULT_MAX_SIZE: u64 = 8 * 1024 * 1024;
-
-/// The default age after which events are dropped.
-pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
+/// The default bounds: size on disk (both generations), age after which events are dropped.
+const DEFAULT_MAX_SIZE: u64 = 8 * 1024 * 1024;
+const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
 
 /// What happened; its `event` field is the variant's name in snake case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -207,46 +205,35 @@ pub fn take_warning() -> Option<String> {
     WARNING.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
-/// The bounds of the history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bounds {
-    /// Bytes on disk, both generations together.
-    pub max_size: u64,
-    /// Events older than this are dropped.
-    pub max_age: Duration,
-}
-
-impl Bounds {
-    /// The bounds set for the workspace at `root`: the environment, else `.coord/config`,
-    /// else the defaults. A value that cannot be read is ignored (the default holds).
-    pub fn of(root: &Path) -> Bounds {
-        let config = fsutil::read_text_capped(
-            &layout::config(&crate::worktree::shared_root(root)),
-            64 * 1024,
-        )
-        .ok()
-        .map(|(t, _)| Record::parse(&t));
-        let setting = |env: &str, key: &str| {
-            std::env::var(env)
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-                .or_else(|| config.as_ref()?.get_nonempty(key).map(str::to_string))
-        };
-        Bounds {
-            max_size: setting("COORD_HISTORY_MAX_SIZE", "history_max_size")
-                .and_then(|v| parse_size(&v))
-                .filter(|n| *n >= 1024)
-                .unwrap_or(DEFAULT_MAX_SIZE),
-            max_age: setting("COORD_HISTORY_MAX_AGE", "history_max_age")
-                .and_then(|v| clock::parse_duration(&v).ok())
-                .filter(|d| !d.is_zero())
-                .unwrap_or(DEFAULT_MAX_AGE),
-        }
-    }
+/// The bounds set for the workspace at `root` (bytes on disk of both generations, the age
+/// after which events are dropped): the environment, else `.coord/config`, else the defaults.
+/// A value that cannot be read is ignored (the default holds).
+fn bounds(root: &Path) -> (u64, Duration) {
+    let config = fsutil::read_text_capped(
+        &layout::config(&crate::worktree::shared_root(root)),
+        64 * 1024,
+    )
+    .ok()
+    .map(|(t, _)| Record::parse(&t));
+    let setting = |env: &str, key: &str| {
+        std::env::var(env)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| config.as_ref()?.get_nonempty(key).map(str::to_string))
+    };
+    let max_size = setting("COORD_HISTORY_MAX_SIZE", "history_max_size")
+        .and_then(|v| parse_size(&v))
+        .filter(|n| *n >= 1024)
+        .unwrap_or(DEFAULT_MAX_SIZE);
+    let max_age = setting("COORD_HISTORY_MAX_AGE", "history_max_age")
+        .and_then(|v| clock::parse_duration(&v).ok())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(DEFAULT_MAX_AGE);
+    (max_size, max_age)
 }
 
 /// `4096`, `64k`, `8M`, `1G` (powers of 1024).
-pub fn parse_size(text: &str) -> Option<u64> {
+fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
     let n: u64 = digits.parse().ok()?;
@@ -304,7 +291,7 @@ fn acts(event: &str) -> bool {
 fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
     let shared = crate::worktree::shared_root(root);
     let log = layout::history_log(&shared);
-    let rotate_at = Bounds::of(root).max_size / 2;
+    let rotate_at = bounds(root).0 / 2;
     let rotated = layout::history_rotated(&shared);
     match fsutil::append_line_rotating(&log, line, rotate_at, &rotated) {
         Err(crate::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {

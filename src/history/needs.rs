@@ -28,9 +28,16 @@ fn file(root: &Path, agent: &str) -> PathBuf {
     layout::needs_user(&crate::worktree::shared_root(root), agent)
 }
 
-/// `agent`'s client waits for its user for `what`; a wait already open keeps its `since` (a
-/// second prompt is the same wait, with the newer question). Best effort.
-pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
+/// `agent`'s client waits for its user for `what` (`None`: no longer, its user answered); a
+/// wait already open keeps its `since` (a second prompt is the same wait, with the newer
+/// question). Best effort.
+pub fn set_needs_user(root: &Path, agent: &str, what: Option<&str>) {
+    let Some(what) = what else {
+        if forget(root, agent) {
+            record(root, Event::new(Kind::UserAnswered, agent));
+        }
+        return;
+    };
     let old = needs_user(root, agent);
     let what: String = what.chars().take(500).collect();
     if old.as_ref().is_some_and(|o| o.what == what) {
@@ -55,11 +62,4 @@ pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
 /// `agent` acted, so it no longer waits (no event of its own); whether it waited.
 pub(super) fn forget(root: &Path, agent: &str) -> bool {
     fsutil::remove(&file(root, agent)).unwrap_or(false)
-}
-
-/// `agent`'s user answered (or its client says it no longer waits): it no longer waits.
-pub fn clear_needs_user(root: &Path, agent: &str) {
-    if forget(root, agent) {
-        record(root, Event::new(Kind::UserAnswered, agent));
-    }
 }

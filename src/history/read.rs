@@ -4,7 +4,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::{Bounds, Event};
+use super::{Event, bounds};
 use crate::clock::{self, Timestamp};
 use crate::error::{IoResultExt, Result};
 use crate::fsutil;
@@ -69,7 +69,6 @@ pub fn since(text: &str) -> Result<Timestamp> {
 fn parse_lines(bytes: &[u8]) -> Vec<Event> {
     bytes
         .split(|b| *b == b'\n')
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
         .filter_map(parse_line)
         .collect()
 }
@@ -84,11 +83,11 @@ fn parse_line(line: &[u8]) -> Option<Event> {
 
 /// Both generations (the previous one first), the most read of each, and the oldest time kept.
 fn generations(root: &Path) -> ([PathBuf; 2], u64, Timestamp) {
-    let bounds = Bounds::of(root);
+    let (max_size, max_age) = bounds(root);
     let shared = crate::worktree::shared_root(root);
-    let oldest = clock::back_from(&clock::now(), bounds.max_age);
+    let oldest = clock::back_from(&clock::now(), max_age);
     // A generation is rotated at half the bound; one written by hand may be larger.
-    let cap = bounds.max_size.max(1 << 20).saturating_mul(2);
+    let cap = max_size.max(1 << 20).saturating_mul(2);
     let paths = [
         layout::history_rotated(&shared),
         layout::history_log(&shared),
@@ -326,39 +325,37 @@ mod tests {
         assert!(got.iter().all(|e| e.event == "lock_taken"));
     }
 
+    /// #45: a folder given to `coord log` keeps what lies below it; a pattern, the events of the
+    /// files it matches and of the claims it overlaps.
     #[test]
-    fn folders_match_what_lies_below() {
-        let e = super::super::Event::new(super::super::Kind::LockTaken, "a").file("src/x.rs");
-        let f = |files: &[&str]| Filter {
-            files: files.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        };
-        assert!(f(&["src/"]).keeps(&e));
-        assert!(f(&["src"]).keeps(&e));
-        assert!(f(&["src/x.rs"]).keeps(&e));
-        assert!(!f(&["sr"]).keeps(&e));
-    }
-
-    /// #45: a pattern given to `coord log` keeps the events of the files it matches and of
-    /// the claims it overlaps.
-    #[test]
-    fn patterns_match_files_and_overlapping_claims() {
+    fn folders_and_patterns_match_files_and_overlapping_claims() {
         use super::super::{Event, Kind};
-        let f = |patterns: &[&str]| Filter {
-            patterns: patterns
-                .iter()
-                .map(|p| Pattern::parse(p).unwrap())
-                .collect(),
+        let f = |files: &[&str], patterns: &[&str]| Filter {
+            files: files.iter().map(|s| s.to_string()).collect(),
+            patterns: (patterns.iter().map(|p| Pattern::parse(p).unwrap())).collect(),
             ..Default::default()
         };
+        let e = Event::new(Kind::LockTaken, "a").file("src/x.rs");
+        for (folder, keeps) in [
+            ("src/", true),
+            ("src", true),
+            ("src/x.rs", true),
+            ("sr", false),
+        ] {
+            assert_eq!(f(&[folder], &[]).keeps(&e), keeps, "{folder}");
+        }
         let lock = Event::new(Kind::LockTaken, "a").file("src/auth/x.rs");
         let mut claim = Event::new(Kind::ClaimReleased, "a");
         claim.pattern = Some("src/auth/**".into());
-        assert!(f(&["src/**"]).keeps(&lock));
-        assert!(f(&["src/*/x.rs"]).keeps(&lock));
-        assert!(!f(&["src/*.rs"]).keeps(&lock));
-        assert!(f(&["src/**"]).keeps(&claim));
-        assert!(f(&["src/auth/*.rs"]).keeps(&claim));
-        assert!(!f(&["docs/"]).keeps(&claim));
+        for (pattern, e, keeps) in [
+            ("src/**", &lock, true),
+            ("src/*/x.rs", &lock, true),
+            ("src/*.rs", &lock, false),
+            ("src/**", &claim, true),
+            ("src/auth/*.rs", &claim, true),
+            ("docs/", &claim, false),
+        ] {
+            assert_eq!(f(&[], &[pattern]).keeps(e), keeps, "{pattern}");
+        }
     }
 }

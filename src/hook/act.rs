@@ -259,13 +259,13 @@ fn after_shell(ws: &Workspace, agent: &AgentId, call: &HookCall) -> Reply {
     if changed.is_empty() {
         return Reply::Allow;
     }
-    for c in &changed {
+    for (how, c) in &changed {
         history::record(
             ws.root(),
             history::Event::new(history::Kind::ShellEdit, agent.id())
                 .file(&c.file)
                 .with("holder", c.holder.as_str())
-                .with("how", c.how)
+                .with("how", *how)
                 .with("tool", call.tool.clone()),
         );
     }

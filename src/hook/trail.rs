@@ -53,10 +53,8 @@ pub fn record(
             );
         }
     }
-    match waits(call, payload, reply) {
-        Some(Some(what)) => history::set_needs_user(root, agent.id(), &what),
-        Some(None) => history::clear_needs_user(root, agent.id()),
-        None => {}
+    if let Some(what) = waits(call, payload, reply) {
+        history::set_needs_user(root, agent.id(), what.as_deref());
     }
     if prompted(call) {
         keep_first_prompt(ws, agent, call.client, payload);

@@ -196,12 +196,8 @@ impl Workspace {
             }
             looked.push(self.root.clone());
         }
-        let Some(adoption) = adopt::pending(&self.root) else {
-            return Ok(());
-        };
         // `.coord/` first (its own call here returns at once: looked at already).
-        self.ensure_state_dir()?;
-        adoption.apply()
+        adopt::adopt(&self.root, || self.ensure_state_dir().map(drop))
     }
 
     /// Remove temporary files that killed coord processes left in the folders coord itself
