@@ -423,13 +423,11 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)
 /// Issues: one table, its header naming the five columns in any order (more are kept), then a
 /// `|----|` row; it ends at the first line that is not a row.
 fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue>)> {
-    let is_row = |i: &usize| doc.lines[*i].trim_start().starts_with('|');
-    let Some(h) = doc.body(sec).find(is_row) else {
+    let row = |i: usize| split_row(&doc.lines[i]).filter(|_| !doc.fence[i]);
+    let Some((h, header)) = doc.body(sec).find_map(|i| Some((i, row(i)?))) else {
         return Ok((None, Vec::new()));
     };
-    let header: Vec<String> = split_row(&doc.lines[h])
-        .unwrap_or_default()
-        .iter()
+    let header: Vec<String> = (header.iter())
         .map(|c| decode_cell(c).to_ascii_lowercase())
         .collect();
     let mut cols = [0; 5];
@@ -451,7 +449,6 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
         let why = "the Issues table header must be followed by a `|----|` separator row";
         return Err(doc.corrupt(Some(h + 1), why));
     }
-    let row = |i: usize| split_row(&doc.lines[i]).filter(|_| !doc.fence[i]);
     let rows: Vec<_> = (h + 2..sec.end).map_while(|i| Some((i, row(i)?))).collect();
     let mut issues = Vec::<Issue>::new();
     for &(i, ref cells) in &rows {

@@ -207,10 +207,8 @@ fn co_author(name: &str) -> Option<String> {
     .into_iter()
     .find(|(prefix, _)| id.starts_with(prefix))?
     .1;
-    let display = match name.get(..1) {
-        Some(first) => first.to_ascii_uppercase() + &name[1..],
-        None => name.to_string(),
-    };
+    // The name starts with one of the prefixes: its first character is ASCII.
+    let display = name[..1].to_ascii_uppercase() + &name[1..];
     Some(format!("{display} <noreply@{domain}>"))
 }
 
