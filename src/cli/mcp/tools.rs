@@ -166,7 +166,7 @@ impl Host {
                 let topic = args.req_str("topic")?;
                 let reviews = Reviews::new(ws, None, Some(agent.clone()));
                 let n = reviews.next(topic)?;
-                done(review::next_text(&n), &n)
+                done(review::show::next_text(&n), &n)
             }
             other => anyhow::bail!("tool `{other}` has no implementation"),
         }

@@ -13,9 +13,7 @@ use coord::{Error, ExitCode};
 
 use super::{Ctx, output};
 
-mod show;
-
-pub use show::next_text;
+pub(super) mod show;
 
 /// Run a review between two agents through a markdown tracker
 ///

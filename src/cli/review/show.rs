@@ -109,11 +109,9 @@ pub fn next_text(n: &Next) -> String {
         format!("Next action: {action}"),
         format!("Tracker:     {}", n.tracker),
     ];
-    out.extend(
-        n.suggested_output
-            .iter()
-            .map(|o| format!("Output:      {o}")),
-    );
+    if let Some(o) = &n.suggested_output {
+        out.push(format!("Output:      {o}"));
+    }
     let mut out: Vec<String> = out.iter().map(|l| output::clean(l)).collect();
     match &n.prompt {
         Some(p) => {
