@@ -192,19 +192,26 @@ fn supervise(
     let group = own_group
         .then(|| ProcessGroup::led_by(child.id()))
         .flatten();
-    let status = wait_forwarding(&mut child, group, signals, ws, &req.agent)
+    // Best effort: a failure only risks staleness later.
+    let beat = &mut || {
+        if let Ok(_mutex) = ws.lock_mutex() {
+            let _ = presence::write(ws.root(), &req.agent, &presence::Update::default());
+        }
+    };
+    let status = wait_forwarding(&mut child, group, signals, (HEARTBEAT_EVERY, beat), false)
         .at("wait for", std::path::Path::new(program))?;
     Ok(RunEnd::Ended(status))
 }
 
-/// Wait for `child`, forwarding the signals `signals` catches and refreshing the agent's
-/// presence heartbeat every [`HEARTBEAT_EVERY`].
-fn wait_forwarding(
+/// Wait for `child`, forwarding the signals `signals` catches and calling `beat` every `every`
+/// (`coord run`, and `coord session` with `session`: a Ctrl-C typed at the terminal already
+/// reached the child and is not sent again, and never gets it killed).
+pub fn wait_forwarding(
     child: &mut Child,
     group: Option<ProcessGroup>,
     signals: &Signals,
-    ws: &Workspace,
-    agent: &AgentId,
+    (every, beat): (Duration, &mut dyn FnMut()),
+    session: bool,
 ) -> io::Result<ExitStatus> {
     let pid = i32::try_from(child.id())
         .ok()
@@ -218,15 +225,19 @@ fn wait_forwarding(
         }
     };
     let mut kill_at: Option<Instant> = None;
-    let mut next_beat = Instant::now() + HEARTBEAT_EVERY;
+    let mut next_beat = Instant::now() + every;
     loop {
         // Forward before reaping: until `try_wait` reaps it, the child's pid cannot be reused.
         for ((_, sig), flag) in FORWARDED.iter().zip(signals.flags.iter()) {
             if flag.swap(false, Ordering::SeqCst) {
+                let interrupt = *sig == Signal::INT;
+                if session && interrupt && crate::host::in_terminal_foreground() {
+                    continue;
+                }
                 send(*sig);
-                // A Ctrl-C to an interactive command (no group of its own) may only cancel
-                // what it does: it is not killed for not ending.
-                if group.is_some() || *sig != Signal::INT {
+                // A Ctrl-C to an interactive command (no group of its own) or a session may
+                // only cancel what it does: it is not killed for not ending.
+                if !interrupt || (group.is_some() && !session) {
                     kill_at.get_or_insert(Instant::now() + KILL_GRACE);
                 }
             }
@@ -245,11 +256,8 @@ fn wait_forwarding(
             send(Signal::KILL);
         }
         if now >= next_beat {
-            // Best effort: a failure only risks staleness later.
-            if let Ok(_mutex) = ws.lock_mutex() {
-                let _ = presence::write(ws.root(), agent, &presence::Update::default());
-            }
-            next_beat = now + HEARTBEAT_EVERY;
+            beat();
+            next_beat = now + every;
         }
         let mut until = next_beat;
         if let Some(t) = kill_at {
@@ -261,13 +269,15 @@ fn wait_forwarding(
 
 /// A self-pipe woken by `SIGCHLD` and the forwarded signals, one flag each; the handlers stay
 /// until exit, so a signal during the release cannot cut it short.
-struct Signals {
+#[derive(Debug)]
+pub struct Signals {
     rx: UnixStream,
     flags: [Arc<AtomicBool>; 3],
 }
 
 impl Signals {
-    fn listen() -> io::Result<Signals> {
+    /// Catch `SIGCHLD` and the signals forwarded to a child from now on.
+    pub fn listen() -> io::Result<Signals> {
         let (rx, tx) = UnixStream::pair()?;
         let flags: [Arc<AtomicBool>; 3] = std::array::from_fn(|_| Arc::default());
         // The flag is set before the wake-up byte is written (actions run in registration order).
