@@ -374,11 +374,9 @@ fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
 
 /// `mcp-` and 6 random lowercase letters and digits.
 fn random_name() -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let n = host::random_u64();
-    let tail: String = (0..6)
-        .map(|i| char::from(ALPHABET[(n / 36u64.pow(i) % 36) as usize]))
-        .collect();
+    let digit = |i| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
+    let tail: String = (0..6).map(digit).collect();
     format!("mcp-{tail}")
 }
 
