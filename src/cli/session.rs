@@ -1,13 +1,12 @@
 //! `coord session -- CMD`: run an agent under coord, and supervise it.
 
 use std::ffi::OsString;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Command;
 
 use anyhow::Context as _;
 use clap::Args;
 
-use coord::edit::run::{Signals, wait_forwarding};
+use coord::edit::run::{RunEnd, Signals, start_forwarding};
 use coord::host;
 use coord::session;
 use coord::stamp::{self, Scope, StartupRequest};
@@ -74,30 +73,20 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     command.envs(session::child_env(&ws, &agent, &session_id, host::pid()));
     // CMD never outlives coord: killed with it, even by `kill -9` (Linux).
     super::child_fence::die_with_parent(&mut command);
-    let own_group = host::ProcessGroup::wanted();
-    if own_group {
-        command.process_group(0);
-    }
     let beat = &mut || {
         if let Err(e) = stamp::heartbeat(&ws, &agent, &session_id) {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }
     };
-    let outcome = match command.spawn() {
-        Ok(mut child) => {
-            let group = own_group
-                .then(|| host::ProcessGroup::led_by(child.id()))
-                .flatten();
-            wait_forwarding(&mut child, group, &signals, (interval, beat), true).map_err(|e| {
-                Error::Failed {
-                    message: format!("cannot wait for the session's command: {e}"),
-                }
-            })
-        }
-        Err(e) => Err(Error::bad_input(format!(
+    let status = match start_forwarding(&mut command, &signals, (interval, beat), true) {
+        Ok(RunEnd::NotStarted(e)) => Err(Error::bad_input(format!(
             "cannot run `{}`: {e}",
             program.to_string_lossy()
         ))),
+        Ok(end) => Ok(end.status()),
+        Err(e) => Err(Error::Failed {
+            message: format!("cannot wait for the session's command: {e}"),
+        }),
     };
 
     let done = stamp::shutdown(&ws, &agent, Scope::Session(&session_id))?;
@@ -110,7 +99,5 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             agent.id()
         ));
     }
-    let status = outcome?;
-    let code = session::exit_code_of(status.code(), status.signal());
-    Ok(ExitCode::Passthrough(u8::try_from(code).unwrap_or(1)))
+    Ok(ExitCode::Passthrough(status?))
 }

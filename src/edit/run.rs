@@ -8,7 +8,7 @@ use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Command, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -165,7 +165,7 @@ fn reason(program: &OsString) -> String {
     format!("coord run {name}")
 }
 
-/// Start CMD and wait for it, forwarding terminating signals.
+/// Start CMD as the agent, its presence beating while it runs.
 fn supervise(
     ws: &Workspace,
     req: &RunRequest,
@@ -180,6 +180,25 @@ fn supervise(
     if let Some(dir) = &req.dir {
         command.current_dir(dir);
     }
+    // Best effort: a failure only risks staleness later.
+    let beat = &mut || {
+        if let Ok(_mutex) = ws.lock_mutex() {
+            let _ = presence::write(ws.root(), &req.agent, &presence::Update::default());
+        }
+    };
+    start_forwarding(&mut command, signals, (HEARTBEAT_EVERY, beat), false)
+        .at("wait for", std::path::Path::new(program))
+}
+
+/// Start `command` and wait for it, forwarding the signals `signals` catches and calling `beat`
+/// every `every` (`coord run`, and `coord session` with `session`: a Ctrl-C typed at the
+/// terminal already reached the child and is not sent again, and never gets it killed).
+pub fn start_forwarding(
+    command: &mut Command,
+    signals: &Signals,
+    (every, beat): (Duration, &mut dyn FnMut()),
+    session: bool,
+) -> io::Result<RunEnd> {
     // Decided now, not before a wait: the job may have moved to or from the foreground.
     let own_group = ProcessGroup::wanted();
     if own_group {
@@ -192,27 +211,6 @@ fn supervise(
     let group = own_group
         .then(|| ProcessGroup::led_by(child.id()))
         .flatten();
-    // Best effort: a failure only risks staleness later.
-    let beat = &mut || {
-        if let Ok(_mutex) = ws.lock_mutex() {
-            let _ = presence::write(ws.root(), &req.agent, &presence::Update::default());
-        }
-    };
-    let status = wait_forwarding(&mut child, group, signals, (HEARTBEAT_EVERY, beat), false)
-        .at("wait for", std::path::Path::new(program))?;
-    Ok(RunEnd::Ended(status))
-}
-
-/// Wait for `child`, forwarding the signals `signals` catches and calling `beat` every `every`
-/// (`coord run`, and `coord session` with `session`: a Ctrl-C typed at the terminal already
-/// reached the child and is not sent again, and never gets it killed).
-pub fn wait_forwarding(
-    child: &mut Child,
-    group: Option<ProcessGroup>,
-    signals: &Signals,
-    (every, beat): (Duration, &mut dyn FnMut()),
-    session: bool,
-) -> io::Result<ExitStatus> {
     let pid = i32::try_from(child.id())
         .ok()
         .and_then(Pid::from_raw)
@@ -249,7 +247,7 @@ pub fn wait_forwarding(
             if let (Some(g), Some(deadline)) = (&group, kill_at) {
                 g.wait_gone(deadline);
             }
-            return Ok(status);
+            return Ok(RunEnd::Ended(status));
         }
         let now = Instant::now();
         if kill_at.is_some_and(|t| now >= t) {
