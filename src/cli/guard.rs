@@ -167,10 +167,7 @@ fn check(staged: bool, revs: &[String], ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut lines = vec![format!("{what} touches {n} file{s} another agent holds:")];
     for h in &held {
         let at = h.since.as_deref().and_then(clock::parse_timestamp);
-        let since = at.map_or_else(
-            || "an unknown time".into(),
-            |t| format_since(Some(&t), &now),
-        );
+        let since = format_since(at.as_ref(), &now);
         lines.push(format!(
             "  {}: locked by {} ({} since {since}), released {}",
             output::clean(&h.file),

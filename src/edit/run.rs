@@ -8,7 +8,7 @@ use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Command, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -164,7 +164,7 @@ fn reason(program: &OsString) -> String {
     format!("coord run {name}")
 }
 
-/// Start CMD and wait for it, forwarding terminating signals.
+/// Start CMD as the agent, its presence beating while it runs.
 fn supervise(
     ws: &Workspace,
     req: &RunRequest,
@@ -177,6 +177,25 @@ fn supervise(
         .env(AGENT_ENV, req.agent.name())
         .env(DIR_ENV, ws.root())
         .current_dir(&req.dir);
+    // Best effort: a failure only risks staleness later.
+    let beat = &mut || {
+        if let Ok(_mutex) = ws.lock_mutex() {
+            let _ = presence::write(ws.root(), &req.agent, &presence::Update::default());
+        }
+    };
+    start_forwarding(&mut command, signals, (HEARTBEAT_EVERY, beat), false)
+        .at("wait for", std::path::Path::new(program))
+}
+
+/// Start `command` and wait for it, forwarding the signals `signals` catches and calling `beat`
+/// every `every` (`coord run`, and `coord session` with `session`: a Ctrl-C typed at the
+/// terminal already reached the child and is not sent again, and never gets it killed).
+pub fn start_forwarding(
+    command: &mut Command,
+    signals: &Signals,
+    (every, beat): (Duration, &mut dyn FnMut()),
+    session: bool,
+) -> io::Result<RunEnd> {
     // Decided now, not before a wait: the job may have moved to or from the foreground.
     let own_group = ProcessGroup::wanted();
     if own_group {
@@ -189,20 +208,6 @@ fn supervise(
     let group = own_group
         .then(|| ProcessGroup::led_by(child.id()))
         .flatten();
-    let status = wait_forwarding(&mut child, group, signals, ws, &req.agent)
-        .at("wait for", std::path::Path::new(program))?;
-    Ok(RunEnd::Ended(status))
-}
-
-/// Wait for `child`, forwarding the signals `signals` catches and refreshing the agent's
-/// presence heartbeat every [`HEARTBEAT_EVERY`].
-fn wait_forwarding(
-    child: &mut Child,
-    group: Option<ProcessGroup>,
-    signals: &Signals,
-    ws: &Workspace,
-    agent: &AgentId,
-) -> io::Result<ExitStatus> {
     let pid = i32::try_from(child.id())
         .ok()
         .and_then(Pid::from_raw)
@@ -215,15 +220,19 @@ fn wait_forwarding(
         }
     };
     let mut kill_at: Option<Instant> = None;
-    let mut next_beat = Instant::now() + HEARTBEAT_EVERY;
+    let mut next_beat = Instant::now() + every;
     loop {
         // Forward before reaping: until `try_wait` reaps it, the child's pid cannot be reused.
         for ((_, sig), flag) in FORWARDED.iter().zip(signals.flags.iter()) {
             if flag.swap(false, Ordering::SeqCst) {
+                let interrupt = *sig == Signal::INT;
+                if session && interrupt && crate::host::in_terminal_foreground() {
+                    continue;
+                }
                 send(*sig);
-                // A Ctrl-C to an interactive command (no group of its own) may only cancel
-                // what it does: it is not killed for not ending.
-                if group.is_some() || *sig != Signal::INT {
+                // A Ctrl-C to an interactive command (no group of its own) or a session may
+                // only cancel what it does: it is not killed for not ending.
+                if !interrupt || (group.is_some() && !session) {
                     kill_at.get_or_insert(Instant::now() + KILL_GRACE);
                 }
             }
@@ -235,18 +244,15 @@ fn wait_forwarding(
             if let (Some(g), Some(deadline)) = (&group, kill_at) {
                 g.wait_gone(deadline);
             }
-            return Ok(status);
+            return Ok(RunEnd::Ended(status));
         }
         let now = Instant::now();
         if kill_at.is_some_and(|t| now >= t) {
             send(Signal::KILL);
         }
         if now >= next_beat {
-            // Best effort: a failure only risks staleness later.
-            if let Ok(_mutex) = ws.lock_mutex() {
-                let _ = presence::write(ws.root(), agent, &presence::Update::default());
-            }
-            next_beat = now + HEARTBEAT_EVERY;
+            beat();
+            next_beat = now + every;
         }
         let mut until = next_beat;
         if let Some(t) = kill_at {
@@ -258,13 +264,15 @@ fn wait_forwarding(
 
 /// A self-pipe woken by `SIGCHLD` and the forwarded signals, one flag each; the handlers stay
 /// until exit, so a signal during the release cannot cut it short.
-struct Signals {
+#[derive(Debug)]
+pub struct Signals {
     rx: UnixStream,
     flags: [Arc<AtomicBool>; 3],
 }
 
 impl Signals {
-    fn listen() -> io::Result<Signals> {
+    /// Catch `SIGCHLD` and the signals forwarded to a child from now on.
+    pub fn listen() -> io::Result<Signals> {
         let (rx, tx) = UnixStream::pair()?;
         let flags: [Arc<AtomicBool>; 3] = std::array::from_fn(|_| Arc::default());
         // The flag is set before the wake-up byte is written (actions run in registration order).

@@ -28,15 +28,14 @@ fn all_versions() -> Vec<&'static str> {
     [VERSIONS, &[STATELESS_VERSION]].concat()
 }
 
-/// What a tool call produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutcome {
-    /// The text content (for a refusal: the CLI's `error:` line and its `hint:`).
-    pub text: String,
-    /// The object the CLI prints with `--json`, when it has one.
-    pub structured: Option<Value>,
-    /// A refusal or bad arguments.
-    pub is_error: bool,
+/// A `tools/call` result: the text (for a refusal: the CLI's `error:` line and its `hint:`), the
+/// object the CLI prints with `--json` when it has one, and whether the call was refused.
+pub fn tool_result(text: &str, structured: Option<Value>, is_error: bool) -> Value {
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": is_error});
+    if let Some(s @ Value::Object(_)) = structured {
+        result["structuredContent"] = s;
+    }
+    result
 }
 
 /// The protocol state machine; `host` runs a tool with its arguments (an object; unknown tools
@@ -48,7 +47,7 @@ pub struct Server<H> {
     negotiated: Option<&'static str>,
 }
 
-impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> {
+impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> Value> Server<H> {
     /// A server running tools on `host`; `instructions` tell the client how to use them.
     pub fn new(host: H, instructions: String) -> Server<H> {
         Server {
@@ -186,27 +185,16 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
             None => Err("`name` is missing: say which tool to call".into()),
         };
         let tool = tool.map_err(|why| (jsonrpc::INVALID_PARAMS, why))?;
-        let outcome = match params.get("arguments") {
+        Ok(match params.get("arguments") {
             None | Some(Value::Null) => (self.host)(tool, &Map::new()),
             Some(Value::Object(args)) => (self.host)(tool, args),
-            Some(other) => ToolOutcome {
-                text: format!(
-                    "error: the arguments of tool `{}` must be an object, got {}",
-                    tool.name,
-                    jsonrpc::kind(other)
-                ),
-                structured: None,
-                is_error: true,
-            },
-        };
-        let mut result = json!({
-            "content": [{"type": "text", "text": outcome.text}],
-            "isError": outcome.is_error,
-        });
-        if let Some(s @ Value::Object(_)) = outcome.structured {
-            result["structuredContent"] = s;
-        }
-        Ok(result)
+            Some(other) => {
+                let (name, kind) = (tool.name, jsonrpc::kind(other));
+                let why =
+                    format!("error: the arguments of tool `{name}` must be an object, got {kind}");
+                tool_result(&why, None, true)
+            }
+        })
     }
 }
 
@@ -214,15 +202,11 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
 mod tests {
     use super::*;
 
-    type Echo = fn(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome;
+    type Echo = fn(&'static ToolSpec, &Map<String, Value>) -> Value;
 
     fn server() -> Server<Echo> {
         Server::new(
-            |tool, args| ToolOutcome {
-                text: tool.name.into(),
-                structured: Some(Value::Object(args.clone())),
-                is_error: false,
-            },
+            |tool, args| tool_result(tool.name, Some(Value::Object(args.clone())), false),
             "hi".into(),
         )
     }

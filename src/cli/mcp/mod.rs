@@ -16,7 +16,7 @@ use signal_hook::iterator::Signals;
 
 use coord::identity;
 use coord::lock::Owner;
-use coord::mcp::{Server, ToolOutcome, jsonrpc};
+use coord::mcp::{Server, jsonrpc, tool_result};
 use coord::session;
 use coord::stamp::{self, Partner, Scope, StartupRequest};
 use coord::workspace::{AgentId, Workspace};
@@ -246,11 +246,7 @@ fn idle(gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     let text = format!("error: {why}; coord's tools are not available here");
     let mut server = Server::new(
-        |_, _| ToolOutcome {
-            text: text.clone(),
-            structured: None,
-            is_error: true,
-        },
+        |_, _| tool_result(&text, None, true),
         format!("{why}: coord's tools are not available here."),
     );
     serve(|line| server.handle_line(line));
@@ -374,11 +370,9 @@ fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
 
 /// `mcp-` and 6 random lowercase letters and digits.
 fn random_name() -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let n = host::random_u64();
-    let tail: String = (0..6)
-        .map(|i| char::from(ALPHABET[(n / 36u64.pow(i) % 36) as usize]))
-        .collect();
+    let digit = |i| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
+    let tail: String = (0..6).map(digit).collect();
     format!("mcp-{tail}")
 }
 

@@ -14,7 +14,7 @@ use coord::dialogue::files::Marker;
 use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
 use coord::edit::write;
 use coord::lock::{self, DEFAULT_TTL, LockRequest, Owner};
-use coord::mcp::ToolOutcome;
+use coord::mcp::tool_result;
 use coord::mcp::tools::{Args, ToolSpec};
 use coord::message;
 use coord::note::{self, NoteRequest};
@@ -42,13 +42,13 @@ pub struct Host {
 
 impl Host {
     /// Run `tool` with `args`: its outcome, or the refusal as the CLI prints it.
-    pub fn call(&self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome {
+    pub fn call(&self, tool: &'static ToolSpec, args: &Map<String, Value>) -> Value {
         let args = Args::new(tool, args).map_err(anyhow::Error::from);
         args.and_then(|args| self.run(tool, &args))
             .unwrap_or_else(|err| failed(&err))
     }
 
-    fn run(&self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<ToolOutcome> {
+    fn run(&self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<Value> {
         let (ws, agent) = (&self.ws, &self.agent);
         match tool.name {
             "status" => {
@@ -174,20 +174,13 @@ impl Host {
 }
 
 /// A tool's success: its text and its `--json` object.
-fn done(text: String, json: &impl Serialize) -> anyhow::Result<ToolOutcome> {
-    Ok(ToolOutcome {
-        text,
-        structured: output::json_value(json).ok(),
-        is_error: false,
-    })
+fn done(text: String, json: &impl Serialize) -> anyhow::Result<Value> {
+    Ok(tool_result(&text, output::json_value(json).ok(), false))
 }
 
 /// A call refused, or one that could not run at all (the server could not become its agent).
-pub fn failed(err: &anyhow::Error) -> ToolOutcome {
+pub fn failed(err: &anyhow::Error) -> Value {
     let d = Described::of(err);
-    ToolOutcome {
-        text: output::error_text(&d.message, d.hint.as_deref()),
-        structured: output::json_value(&d.json()).ok(),
-        is_error: true,
-    }
+    let text = output::error_text(&d.message, d.hint.as_deref());
+    tool_result(&text, output::json_value(&d.json()).ok(), true)
 }
