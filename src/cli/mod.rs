@@ -436,6 +436,9 @@ fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCo
 /// [`help_command`].
 fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     let mut command = Cli::command();
+    for id in ["dir", "agent", "json", "quiet", "color"] {
+        command = command.mut_arg(id, |a| a.help(None).long_help(None));
+    }
     let matches = match command.try_get_matches_from_mut(std::env::args_os()) {
         Err(e)
             if matches!(
