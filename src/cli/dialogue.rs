@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use clap::{Args, Subcommand};
 
 use coord::clock::{self, Wait};
-use coord::dialogue::files::{Marker, USER, same_id, validate_id};
+use coord::dialogue::files::{USER, same_id, validate_id};
 use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
 use coord::dialogue::{Dialogue, TurnView};
 use coord::layout::{DIALOGUE_COMMANDS, DIALOGUE_CONVERSATION};
@@ -171,10 +171,9 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ctx.emit(&v, || text);
         }
         DialogueCommand::Say(a) => {
-            let markers = a.markers.iter().map(|m| Marker::parse(m));
             let req = SayRequest {
                 speaker: speaker(a.as_id, ctx)?,
-                markers: markers.collect::<Result<_, _>>()?,
+                markers: a.markers,
                 lock_wait: a
                     .lock_wait
                     .map_or(Ok(DEFAULT_LOCK_WAIT), |w| clock::parse_duration(&w))?,

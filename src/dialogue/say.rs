@@ -14,7 +14,7 @@ use crate::history::{self, Event, Kind};
 use crate::layout::{DIALOGUE_CONVERSATION, DIALOGUE_LOCK, DIALOGUE_STATUS, DIALOGUE_TURN};
 use crate::wait::{Deadline, FolderWatch};
 
-use super::files::{self, CORRUPTED_LINE, LockInfo, Marker, NEEDS_USER, StatusDoc, Turn, USER};
+use super::files::{self, CORRUPTED_LINE, LockInfo, NEEDS_USER, StatusDoc, Turn, USER};
 use super::files::{same_id, validate_id};
 use super::{Dialogue, Snapshot};
 
@@ -31,8 +31,8 @@ pub struct SayRequest {
     pub speaker: String,
     /// The message text.
     pub text: String,
-    /// Markers to add after the text.
-    pub markers: Vec<Marker>,
+    /// Markers to add after the text, as given (`NEEDS-USER`, `[AGREEMENT]`, …).
+    pub markers: Vec<String>,
     /// Pass the turn to this id instead of the next participant.
     pub to: Option<String>,
     /// How long to wait for a fresh `lock.txt` held by another writer.
@@ -79,6 +79,13 @@ fn check_request(speaker: &str, text: &str) -> Result<String> {
 /// Write one message as `req.speaker`, under the kernel lock and `lock.txt`: check the turn,
 /// append the block (the commit point), replace `current-turn.txt` and `status.json`.
 pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
+    let mut markers: Vec<String> = Vec::new();
+    for m in &req.markers {
+        let m = files::parse_marker(m)?;
+        if !markers.contains(&m) {
+            markers.push(m);
+        }
+    }
     let speaker = check_request(&req.speaker, &req.text)?;
     let to = req.to.as_deref().map(speaker_id).transpose()?;
     if !d.exists() {
@@ -115,9 +122,6 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let speaker = known.cloned().unwrap_or(speaker);
     snap.may_speak(&speaker)?;
 
-    let mut markers: Vec<String> = req.markers.iter().map(Marker::to_string).collect();
-    let mut seen = std::collections::HashSet::new();
-    markers.retain(|m| seen.insert(m.clone()));
     let needs_user = req.text.contains(NEEDS_USER) || markers.iter().any(|m| m == NEEDS_USER);
     let next = next_turn(&snap, &speaker, to.as_deref(), needs_user)?;
     let number = snap.conv.count() + 1;
