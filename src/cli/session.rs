@@ -13,7 +13,7 @@ use signal_hook::iterator::Signals;
 
 use coord::host;
 use coord::session::{self, KILL_GRACE};
-use coord::stamp::{self, Scope, StartupRequest};
+use coord::stamp::{self, Scope};
 use coord::workspace::AgentId;
 use coord::{Error, ExitCode};
 
@@ -62,12 +62,7 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         let _ = signals.forever().try_for_each(|sig| tx.send(sig));
     });
 
-    let req = StartupRequest {
-        partner,
-        task: args.task,
-        pid: Some(host::pid()),
-    };
-    let started = stamp::startup(&ws, &req)?;
+    let started = stamp::startup(&ws, partner, args.task.as_deref(), Some(host::pid()))?;
     let agent = AgentId::parse(&started.partner)?;
     let session_id = started.row.session_id.clone();
     if !ctx.quiet {
