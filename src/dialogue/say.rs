@@ -1,18 +1,15 @@
-//! `say`: seed 002's steps 1–7 as one operation, and `lock.txt`.
+//! `say`: seed 002's steps 1–7 as one operation.
 
 use std::io;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::arbiter::Guard as MutexGuard;
 use crate::clock::{self, Timestamp};
-use crate::error::{Error, IoResultExt, Refusal, Result};
+use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::history::{self, Event, Kind};
-use crate::layout::{DIALOGUE_CONVERSATION, DIALOGUE_LOCK, DIALOGUE_STATUS, DIALOGUE_TURN};
-use crate::wait::{Deadline, FolderWatch};
+use crate::layout::{DIALOGUE_CONVERSATION, DIALOGUE_STATUS, DIALOGUE_TURN};
 
 use super::files::{self, CORRUPTED_LINE, LockInfo, NEEDS_USER, StatusDoc, Turn, USER};
 use super::files::{same_id, validate_id};
@@ -242,94 +239,6 @@ fn repair_interrupted(
     Ok(Some(done))
 }
 
-/// A held `lock.txt`, with the dialogue's kernel lock; removed when dropped unreleased.
-pub(super) struct LockTxt {
-    path: PathBuf,
-    _mutex: MutexGuard,
-    /// The stale lock that was taken over, if any.
-    took_over: Option<LockInfo>,
-    done: bool,
-}
-
-impl LockTxt {
-    /// Leave `lock.txt` for the next `say` to find stale and complete the write.
-    fn keep(mut self) {
-        self.done = true;
-    }
-
-    pub(super) fn release(mut self) -> Result<()> {
-        self.done = true;
-        fsutil::remove(&self.path).map(drop)
-    }
-}
-
-impl Drop for LockTxt {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = fsutil::remove(&self.path);
-        }
-    }
-}
-
-impl Dialogue {
-    /// Take `lock.txt` for `holder` (`mutex` held): a stale one is taken over, a fresh one waited
-    /// for up to `wait`, without the kernel lock.
-    pub(super) fn take_lock_txt(
-        &self,
-        mutex: MutexGuard,
-        holder: &str,
-        wait: Duration,
-    ) -> Result<LockTxt> {
-        let deadline = Deadline::after(Some(wait));
-        let path = self.path(DIALOGUE_LOCK);
-        // Every write starts here: sweep the temporary files killed writers left.
-        fsutil::sweep_temps(&self.folder);
-        let (mut held, mut watch) = (Some(mutex), None::<FolderWatch>);
-        let lock = |_mutex, took_over| LockTxt {
-            path: path.clone(),
-            _mutex,
-            took_over,
-            done: false,
-        };
-        loop {
-            let guard = held.take().map_or_else(|| self.lock_mutex(), Ok)?;
-            let now = clock::now();
-            if fsutil::create_new(&path, LockInfo::render(holder, &now, None).as_bytes())? {
-                return Ok(lock(guard, None));
-            }
-            let Some(info) = self.read_lock(&now) else {
-                // Gone meanwhile: try again at once, still under the kernel lock.
-                held = Some(guard);
-                continue;
-            };
-            if info.stale {
-                // Replaced in one rename, never removed first: a crash in between would lose
-                // the stale record that lets the next `say` complete an interrupted write.
-                let origin = info.interrupted.as_deref().unwrap_or(&info.holder);
-                let record = LockInfo::render(holder, &now, Some(origin));
-                fsutil::replace(&path, record.as_bytes())?;
-                return Ok(lock(guard, Some(info)));
-            }
-            drop(guard);
-            if deadline.passed() {
-                let since = info.since.as_deref().unwrap_or("an unknown time");
-                let (file, holder) = (self.shown(DIALOGUE_LOCK), &info.holder);
-                let message =
-                    format!("`{file}` is held by {holder} since {since} (a write in progress)");
-                let hint = "try again in a moment; a lock.txt older than 60 seconds is stale and taken over";
-                return Err(super::refused(Refusal::DialogueBusy, message, hint));
-            }
-            match &mut watch {
-                // Subscribe first, then look again, then wait.
-                None => watch = Some(FolderWatch::new(std::slice::from_ref(&self.folder))),
-                Some(w) => {
-                    w.wait(deadline.next_sleep(crate::arbiter::recheck_for(&self.folder)));
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,7 +259,7 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let d = Dialogue::default_in(&crate::workspace::Workspace::init(&root).unwrap().0).unwrap();
         d.init("T", &[], None).unwrap();
-        std::fs::write(d.path(DIALOGUE_LOCK), "AGENT-2\n").unwrap();
+        std::fs::write(d.path(crate::layout::DIALOGUE_LOCK), "AGENT-2\n").unwrap();
         let req = SayRequest {
             speaker: "AGENT-1".into(),
             text: "x".into(),
