@@ -189,7 +189,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ctx.emit(&outcome, || said_line(&outcome));
         }
         DialogueCommand::Command { words } => {
-            let (cmd, archived) = d.command(&words.join(" "), DEFAULT_LOCK_WAIT)?;
+            let (cmd, archived) = d.command(&words.join(" "))?;
             let file = d.shown(DIALOGUE_COMMANDS);
             let mut text = format!("Appended `{}` to {file}", output::clean(&cmd));
             if let Some(dir) = &archived {
@@ -212,7 +212,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             output::json(&serde_json::json!({ "file": file, "text": text, "turn": turn }));
         }
         DialogueCommand::Archive => {
-            let dir = d.archive(DEFAULT_LOCK_WAIT)?;
+            let dir = d.archive()?;
             let doc = serde_json::json!({ "archive": dir });
             ctx.emit(&doc, || format!("Archived the dialogue to {dir}/"));
         }

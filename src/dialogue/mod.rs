@@ -229,7 +229,7 @@ impl Dialogue {
 
     /// Append a user command to `user-commands.txt`; `RESET` archives the session and starts a
     /// fresh one. Returns the line written, and the archive folder for `RESET`.
-    pub fn command(&self, text: &str, lock_wait: Duration) -> Result<(String, Option<String>)> {
+    pub fn command(&self, text: &str) -> Result<(String, Option<String>)> {
         let cmd = UserCommand::from_arg(text, &self.snapshot()?.participants)?;
         let line = cmd.render();
         let mutex = self.lock_mutex()?;
@@ -249,7 +249,7 @@ impl Dialogue {
         if cmd != UserCommand::Reset {
             return Ok((line, None));
         }
-        let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
+        let lock = self.take_lock_txt(mutex, USER, say::DEFAULT_LOCK_WAIT)?;
         let old = self.snapshot()?;
         let dir = self.archive_files(false)?;
         let agents = &old.participants;
@@ -259,11 +259,11 @@ impl Dialogue {
     }
 
     /// Move the session's files to `archive/session-YYYYMMDD-HHMMSS/` (returned, relative).
-    pub fn archive(&self, lock_wait: Duration) -> Result<String> {
+    pub fn archive(&self) -> Result<String> {
         if !self.exists() {
             return Err(self.no_dialogue());
         }
-        let lock = self.take_lock_txt(self.lock_mutex()?, USER, lock_wait)?;
+        let lock = self.take_lock_txt(self.lock_mutex()?, USER, say::DEFAULT_LOCK_WAIT)?;
         let dir = self.archive_files(true)?;
         lock.release()?;
         Ok(dir)
