@@ -228,9 +228,7 @@ pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
             let counted = read_counter(root);
             let listed = names.iter().filter_map(|name| name.to_str()?.parse().ok());
             let above = row_ids(root).filter(|&id| counted.is_none_or(|c| id > c));
-            let mut ids: Vec<u64> = listed.chain(above).collect();
-            ids.sort_unstable();
-            ids.dedup();
+            let ids: std::collections::BTreeSet<u64> = listed.chain(above).collect();
             let shared = shared_root(root);
             let path = |id| (id, layout::partner_row(&shared, id));
             read_rows(ids.into_iter().map(path))
