@@ -291,38 +291,7 @@ impl Dialogue {
         let rel = dir.strip_prefix(&self.root).unwrap_or(&dir);
         Ok(rel.display().to_string())
     }
-}
 
-/// A held `lock.txt`, with the dialogue's kernel lock; removed when dropped unreleased.
-struct LockTxt {
-    path: PathBuf,
-    _mutex: Guard,
-    /// The stale lock that was taken over, if any.
-    took_over: Option<LockInfo>,
-    done: bool,
-}
-
-impl LockTxt {
-    /// Leave `lock.txt` for the next `say` to find stale and complete the write.
-    fn keep(mut self) {
-        self.done = true;
-    }
-
-    fn release(mut self) -> Result<()> {
-        self.done = true;
-        fsutil::remove(&self.path).map(drop)
-    }
-}
-
-impl Drop for LockTxt {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = fsutil::remove(&self.path);
-        }
-    }
-}
-
-impl Dialogue {
     /// Take `lock.txt` for `holder` (`mutex` held): a stale one is taken over, a fresh one waited
     /// for up to `wait`, without the kernel lock.
     fn take_lock_txt(&self, mutex: Guard, holder: &str, wait: Duration) -> Result<LockTxt> {
@@ -372,6 +341,35 @@ impl Dialogue {
                     w.wait(deadline.next_sleep(crate::arbiter::recheck_for(&self.folder)));
                 }
             }
+        }
+    }
+}
+
+/// A held `lock.txt`, with the dialogue's kernel lock; removed when dropped unreleased.
+struct LockTxt {
+    path: PathBuf,
+    _mutex: Guard,
+    /// The stale lock that was taken over, if any.
+    took_over: Option<LockInfo>,
+    done: bool,
+}
+
+impl LockTxt {
+    /// Leave `lock.txt` for the next `say` to find stale and complete the write.
+    fn keep(mut self) {
+        self.done = true;
+    }
+
+    fn release(mut self) -> Result<()> {
+        self.done = true;
+        fsutil::remove(&self.path).map(drop)
+    }
+}
+
+impl Drop for LockTxt {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fsutil::remove(&self.path);
         }
     }
 }
