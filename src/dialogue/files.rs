@@ -35,6 +35,14 @@ pub fn validate_id(id: &str) -> Result<String> {
     )))
 }
 
+/// A speaker's id: `USER` (in any case), or a valid dialogue id.
+pub(crate) fn speaker_id(id: &str) -> Result<String> {
+    match same_id(id, USER) {
+        true => Ok(USER.to_string()),
+        false => validate_id(id),
+    }
+}
+
 /// Whether two ids name the same speaker (ids compare without regard to case).
 pub fn same_id(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
@@ -241,8 +249,7 @@ impl Turn {
         match lines.filter(|l| !l.is_empty()).collect::<Vec<_>>()[..] {
             [] => Turn::Garbled("it is empty".into()),
             [one] if one.starts_with("[ERROR]") => Turn::Error(one.to_string()),
-            [one] if same_id(one, USER) => Turn::Id(USER.into()),
-            [one] => validate_id(one).map_or_else(
+            [one] => speaker_id(one).map_or_else(
                 |_| Turn::Garbled(format!("`{}` is not a dialogue id", clip(one))),
                 Turn::Id,
             ),

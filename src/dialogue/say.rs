@@ -12,7 +12,7 @@ use crate::history::{self, Event, Kind};
 use crate::layout::{DIALOGUE_CONVERSATION, DIALOGUE_STATUS, DIALOGUE_TURN};
 
 use super::files::{self, CORRUPTED_LINE, LockInfo, NEEDS_USER, StatusDoc, Turn, USER};
-use super::files::{same_id, validate_id};
+use super::files::{same_id, speaker_id};
 use super::{Dialogue, Snapshot};
 
 /// The largest message text coord accepts.
@@ -52,14 +52,6 @@ pub struct SayOutcome {
     pub repaired: Option<String>,
     /// A stale `lock.txt` that was taken over.
     pub took_over: Option<LockInfo>,
-}
-
-fn speaker_id(id: &str) -> Result<String> {
-    if same_id(id, USER) {
-        Ok(USER.to_string())
-    } else {
-        validate_id(id)
-    }
 }
 
 fn check_request(speaker: &str, text: &str) -> Result<String> {
