@@ -216,7 +216,14 @@ impl Dialogue {
             }
             if deadline.passed() {
                 let waited = timeout.map(clock::format_duration).unwrap_or_default();
-                let state = snap.view().describe_state();
+                let v = snap.view();
+                let or = |s: Option<String>, none: &str| s.unwrap_or_else(|| none.to_string());
+                let state = match v.state.as_str() {
+                    "open" | "waiting-for-user" => format!("it is {}'s turn", or(v.next, "nobody")),
+                    "only-one-agent" => format!("only {} may respond next", or(v.only, "?")),
+                    "error" => format!("error: {}", or(v.error, "?")),
+                    other => format!("the dialogue is {other}"),
+                };
                 let message = format!("gave up waiting for {id}'s turn after {waited}: {state}");
                 let hint = format!(
                     "wait longer with `coord dialogue wait --as {id} --timeout 10m`, or see `coord dialogue turn`"
@@ -559,18 +566,6 @@ pub struct TurnView {
     pub lock: Option<LockInfo>,
     /// `ok`, or `needs repair: why`.
     pub status_json: String,
-}
-
-impl TurnView {
-    fn describe_state(&self) -> String {
-        let or = |s: &Option<String>, none: &str| s.clone().unwrap_or_else(|| none.to_string());
-        match self.state.as_str() {
-            "open" | "waiting-for-user" => format!("it is {}'s turn", or(&self.next, "nobody")),
-            "only-one-agent" => format!("only {} may respond next", or(&self.only, "?")),
-            "error" => format!("error: {}", or(&self.error, "?")),
-            other => format!("the dialogue is {other}"),
-        }
-    }
 }
 
 /// The dialogue in the default folder, for `coord status`.
