@@ -257,14 +257,6 @@ impl Turn {
         }
     }
 
-    pub fn describe(&self) -> String {
-        match self {
-            Turn::Id(line) | Turn::Error(line) => line.clone(),
-            Turn::Missing => "(missing)".into(),
-            Turn::Garbled(why) => format!("(unreadable: {why})"),
-        }
-    }
-
     /// The id whose turn it is (`USER` included), when the file is clear about it.
     pub fn id(&self) -> Option<&str> {
         match self {

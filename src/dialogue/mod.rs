@@ -507,7 +507,11 @@ impl Snapshot {
             topic: self.topic.clone(),
             next: c.only.clone().or(turn.clone()).filter(|_| error.is_none()),
             turn,
-            turn_file: self.turn.describe(),
+            turn_file: match &self.turn {
+                Turn::Id(line) | Turn::Error(line) => line.clone(),
+                Turn::Missing => "(missing)".into(),
+                Turn::Garbled(why) => format!("(unreadable: {why})"),
+            },
             state: state.to_string(),
             paused: c.paused,
             ended: c.ended,
