@@ -47,16 +47,14 @@ pub fn parse(owner: &str, text: &str) -> Vec<Block> {
     let mut groups: Vec<Vec<&str>> = Vec::new();
     let mut fresh = true;
     for line in text.lines() {
-        if line.trim().is_empty() {
-            fresh = true;
-            continue;
-        }
+        let blank = line.trim().is_empty();
         let again = |g: &Vec<&str>| is_key(line, "from") && g.iter().any(|l| is_key(l, "from"));
         match groups.last_mut() {
+            _ if blank => {}
             Some(g) if !(fresh || again(g)) => g.push(line),
             _ => groups.push(vec![line]),
         }
-        fresh = false;
+        fresh = blank;
     }
     let mut blocks: Vec<Block> = Vec::new();
     for g in groups {

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use clap::{Args, Subcommand};
 
 use coord::clock::{self, Wait};
-use coord::dialogue::files::{Marker, USER, same_id, validate_id};
+use coord::dialogue::files::{USER, same_id, validate_id};
 use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
 use coord::dialogue::{Dialogue, TurnView};
 use coord::layout::{DIALOGUE_COMMANDS, DIALOGUE_CONVERSATION};
@@ -171,10 +171,9 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ctx.emit(&v, || text);
         }
         DialogueCommand::Say(a) => {
-            let markers = a.markers.iter().map(|m| Marker::parse(m));
             let req = SayRequest {
                 speaker: speaker(a.as_id, ctx)?,
-                markers: markers.collect::<Result<_, _>>()?,
+                markers: a.markers,
                 lock_wait: a
                     .lock_wait
                     .map_or(Ok(DEFAULT_LOCK_WAIT), |w| clock::parse_duration(&w))?,
@@ -190,7 +189,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ctx.emit(&outcome, || said_line(&outcome));
         }
         DialogueCommand::Command { words } => {
-            let (cmd, archived) = d.command(&words.join(" "), DEFAULT_LOCK_WAIT)?;
+            let (cmd, archived) = d.command(&words.join(" "))?;
             let file = d.shown(DIALOGUE_COMMANDS);
             let mut text = format!("Appended `{}` to {file}", output::clean(&cmd));
             if let Some(dir) = &archived {
@@ -213,7 +212,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             output::json(&serde_json::json!({ "file": file, "text": text, "turn": turn }));
         }
         DialogueCommand::Archive => {
-            let dir = d.archive(DEFAULT_LOCK_WAIT)?;
+            let dir = d.archive()?;
             let doc = serde_json::json!({ "archive": dir });
             ctx.emit(&doc, || format!("Archived the dialogue to {dir}/"));
         }

@@ -9,7 +9,7 @@ use clap::Args;
 use coord::edit::run::{RunEnd, Signals, start_forwarding};
 use coord::host;
 use coord::session;
-use coord::stamp::{self, Scope, StartupRequest};
+use coord::stamp::{self, Scope};
 use coord::workspace::AgentId;
 use coord::{Error, ExitCode};
 
@@ -49,12 +49,7 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // Listen before clocking in, so a signal that arrives meanwhile is not lost.
     let signals = Signals::listen().context("cannot install the signal handlers")?;
 
-    let req = StartupRequest {
-        partner,
-        task: args.task,
-        pid: Some(host::pid()),
-    };
-    let started = stamp::startup(&ws, &req)?;
+    let started = stamp::startup(&ws, partner, args.task.as_deref(), Some(host::pid()))?;
     let agent = AgentId::parse(&started.partner)?;
     let session_id = started.row.session_id.clone();
     if !ctx.quiet {

@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use coord::clock;
 use coord::lock::{Release, ReleaseOutcome};
 use coord::session::SESSION_ENV;
-use coord::stamp::{self, NEW_PARTNER, Partner, Row, Scope, Startup, StartupRequest};
+use coord::stamp::{self, NEW_PARTNER, Partner, Row, Scope, Startup};
 use coord::workspace::AgentId;
 use coord::{Error, ExitCode};
 
@@ -86,14 +86,7 @@ pub fn run_startup(args: StartupArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     coord::workspace::nested::register(ws.root());
     let partner = partner_choice(args.partner.as_deref(), ctx)?;
-    let started = stamp::startup(
-        &ws,
-        &StartupRequest {
-            partner,
-            task: args.task,
-            pid: None,
-        },
-    )?;
+    let started = stamp::startup(&ws, partner, args.task.as_deref(), None)?;
     ctx.emit_lines(&started, || startup_lines(&started, args.mode));
     Ok(ExitCode::Success)
 }

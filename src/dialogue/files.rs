@@ -1,7 +1,6 @@
 //! The formats of the dialogue folder's files, as seed 002 gives them: parsing is lenient (the
 //! files are also written by hand), rendering strict (the seed's exact shapes).
 
-use std::fmt;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -36,6 +35,14 @@ pub fn validate_id(id: &str) -> Result<String> {
     )))
 }
 
+/// A speaker's id: `USER` (in any case), or a valid dialogue id.
+pub(crate) fn speaker_id(id: &str) -> Result<String> {
+    match same_id(id, USER) {
+        true => Ok(USER.to_string()),
+        false => validate_id(id),
+    }
+}
+
 /// Whether two ids name the same speaker (ids compare without regard to case).
 pub fn same_id(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
@@ -61,42 +68,31 @@ const MARKERS: [&str; 6] = [
 pub(crate) const NEEDS_USER: &str = MARKERS[0];
 pub(crate) const PROPOSE_END: &str = MARKERS[2];
 
-/// A marker a message carries: one of the seed's, or `[PROPOSE-TOPIC-CHANGE: topic]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Marker(String);
-
-impl Marker {
-    /// Parse `NEEDS-USER`, `[NEEDS-USER]`, `needs-user`, `PROPOSE-TOPIC-CHANGE: x`.
-    pub fn parse(text: &str) -> Result<Marker> {
-        const CHANGE: &str = "PROPOSE-TOPIC-CHANGE:";
-        let t = text.trim();
-        let t = t
-            .strip_prefix('[')
-            .and_then(|t| t.strip_suffix(']'))
-            .unwrap_or(t)
-            .trim();
-        let upper = t.to_ascii_uppercase();
-        if let Some(m) = MARKERS.iter().find(|m| m[1..m.len() - 1] == upper) {
-            return Ok(Marker(m.to_string()));
-        }
-        if !upper.starts_with(CHANGE) {
-            return Err(Error::bad_input(format!(
-                "unknown marker `{text}`: use NEEDS-USER, WAITING, PROPOSE-END, QUESTION-CRITICAL, AGREEMENT, DISAGREEMENT or `PROPOSE-TOPIC-CHANGE: topic`"
-            )));
-        }
-        let topic = t[CHANGE.len()..].trim().split(['\n', '\r']).next();
-        match topic.filter(|t| !t.is_empty() && !t.contains(']')) {
-            Some(topic) => Ok(Marker(format!("[{CHANGE} {topic}]"))),
-            None => Err(Error::bad_input(
-                "marker `PROPOSE-TOPIC-CHANGE:` needs a topic (without `]`)",
-            )),
-        }
+/// A marker as written: one of the seed's, or `[PROPOSE-TOPIC-CHANGE: topic]`, from `NEEDS-USER`,
+/// `[NEEDS-USER]`, `needs-user` or `PROPOSE-TOPIC-CHANGE: x`.
+pub(crate) fn parse_marker(text: &str) -> Result<String> {
+    const CHANGE: &str = "PROPOSE-TOPIC-CHANGE:";
+    let t = text.trim();
+    let t = t
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(t)
+        .trim();
+    let upper = t.to_ascii_uppercase();
+    if let Some(m) = MARKERS.iter().find(|m| m[1..m.len() - 1] == upper) {
+        return Ok(m.to_string());
     }
-}
-
-impl fmt::Display for Marker {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+    if !upper.starts_with(CHANGE) {
+        return Err(Error::bad_input(format!(
+            "unknown marker `{text}`: use NEEDS-USER, WAITING, PROPOSE-END, QUESTION-CRITICAL, AGREEMENT, DISAGREEMENT or `PROPOSE-TOPIC-CHANGE: topic`"
+        )));
+    }
+    let topic = t[CHANGE.len()..].trim().split(['\n', '\r']).next();
+    match topic.filter(|t| !t.is_empty() && !t.contains(']')) {
+        Some(topic) => Ok(format!("[{CHANGE} {topic}]")),
+        None => Err(Error::bad_input(
+            "marker `PROPOSE-TOPIC-CHANGE:` needs a topic (without `]`)",
+        )),
     }
 }
 
@@ -253,20 +249,11 @@ impl Turn {
         match lines.filter(|l| !l.is_empty()).collect::<Vec<_>>()[..] {
             [] => Turn::Garbled("it is empty".into()),
             [one] if one.starts_with("[ERROR]") => Turn::Error(one.to_string()),
-            [one] if same_id(one, USER) => Turn::Id(USER.into()),
-            [one] => validate_id(one).map_or_else(
+            [one] => speaker_id(one).map_or_else(
                 |_| Turn::Garbled(format!("`{}` is not a dialogue id", clip(one))),
                 Turn::Id,
             ),
             _ => Turn::Garbled("it holds more than one line".into()),
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        match self {
-            Turn::Id(line) | Turn::Error(line) => line.clone(),
-            Turn::Missing => "(missing)".into(),
-            Turn::Garbled(why) => format!("(unreadable: {why})"),
         }
     }
 
@@ -426,8 +413,8 @@ mod tests {
         for bad in ["", "-a", "a b", "ä", &"a".repeat(33)] {
             assert!(validate_id(bad).is_err(), "{bad:?}");
         }
-        let change = Marker::parse("propose-topic-change: caching").unwrap();
-        assert_eq!(change.to_string(), "[PROPOSE-TOPIC-CHANGE: caching]");
+        let change = parse_marker("propose-topic-change: caching").unwrap();
+        assert_eq!(change, "[PROPOSE-TOPIC-CHANGE: caching]");
         let head = parse_header("## Message #4 [b] \u{2013} 10:00", 1).unwrap();
         assert_eq!((head.speaker.as_str(), head.time.as_str()), ("b", "10:00"));
         let by_hand = parse_header("## Message #3 [a]", 9).unwrap();

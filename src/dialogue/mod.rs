@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
@@ -72,11 +73,11 @@ impl Dialogue {
         std::fs::symlink_metadata(self.path(CONVERSATION)).is_ok()
     }
 
-    fn lock_mutex(&self) -> Result<crate::arbiter::Guard> {
+    fn lock_mutex(&self) -> Result<Guard> {
         Workspace::at(self.root.clone()).ensure_state_dir()?;
         let policy = crate::arbiter::policy(&self.root)?;
         let path = layout::dialogue_mutex(&crate::worktree::shared_root(&self.root), &self.rel);
-        crate::arbiter::Guard::take(&path, policy.arbitration, crate::arbiter::MUTEX_PATIENCE)
+        Guard::take(&path, policy.arbitration, crate::arbiter::MUTEX_PATIENCE)
     }
 
     fn no_dialogue(&self) -> Error {
@@ -183,20 +184,14 @@ impl Dialogue {
         }
         fsutil::ensure_dir(&self.path(layout::DIALOGUE_ARCHIVE))?;
         fsutil::create_new(&self.path(COMMANDS), b"")?;
-        self.start_session(topic, &agents, &first, 0)?;
+        self.start(topic, &agents, &first, 0)?;
         fsutil::sync_dir(&self.folder)?;
         Ok(self.snapshot()?.view())
     }
 
     /// Write a new session's files, `conversation.md` last and with create-new: its existence
     /// is what "a dialogue is there" means, so a half set-up session is never taken for one.
-    fn start_session(
-        &self,
-        topic: &str,
-        agents: &[String],
-        first: &str,
-        read: usize,
-    ) -> Result<()> {
+    fn start(&self, topic: &str, agents: &[String], first: &str, read: usize) -> Result<()> {
         let now = clock::now();
         let mut status = StatusDoc::new(topic, agents, &now);
         status.set("commands_read", read);
@@ -221,7 +216,14 @@ impl Dialogue {
             }
             if deadline.passed() {
                 let waited = timeout.map(clock::format_duration).unwrap_or_default();
-                let state = snap.view().describe_state();
+                let v = snap.view();
+                let or = |s: Option<String>, none: &str| s.unwrap_or_else(|| none.to_string());
+                let state = match v.state.as_str() {
+                    "open" | "waiting-for-user" => format!("it is {}'s turn", or(v.next, "nobody")),
+                    "only-one-agent" => format!("only {} may respond next", or(v.only, "?")),
+                    "error" => format!("error: {}", or(v.error, "?")),
+                    other => format!("the dialogue is {other}"),
+                };
                 let message = format!("gave up waiting for {id}'s turn after {waited}: {state}");
                 let hint = format!(
                     "wait longer with `coord dialogue wait --as {id} --timeout 10m`, or see `coord dialogue turn`"
@@ -234,7 +236,7 @@ impl Dialogue {
 
     /// Append a user command to `user-commands.txt`; `RESET` archives the session and starts a
     /// fresh one. Returns the line written, and the archive folder for `RESET`.
-    pub fn command(&self, text: &str, lock_wait: Duration) -> Result<(String, Option<String>)> {
+    pub fn command(&self, text: &str) -> Result<(String, Option<String>)> {
         let cmd = UserCommand::from_arg(text, &self.snapshot()?.participants)?;
         let line = cmd.render();
         let mutex = self.lock_mutex()?;
@@ -254,21 +256,21 @@ impl Dialogue {
         if cmd != UserCommand::Reset {
             return Ok((line, None));
         }
-        let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
+        let lock = self.take_lock_txt(mutex, USER, say::DEFAULT_LOCK_WAIT)?;
         let old = self.snapshot()?;
         let dir = self.archive_files(false)?;
         let agents = &old.participants;
-        self.start_session(&old.topic, agents, &agents[0], old.commands.lines)?;
+        self.start(&old.topic, agents, &agents[0], old.commands.lines)?;
         lock.release()?;
         Ok((line, Some(dir)))
     }
 
     /// Move the session's files to `archive/session-YYYYMMDD-HHMMSS/` (returned, relative).
-    pub fn archive(&self, lock_wait: Duration) -> Result<String> {
+    pub fn archive(&self) -> Result<String> {
         if !self.exists() {
             return Err(self.no_dialogue());
         }
-        let lock = self.take_lock_txt(self.lock_mutex()?, USER, lock_wait)?;
+        let lock = self.take_lock_txt(self.lock_mutex()?, USER, say::DEFAULT_LOCK_WAIT)?;
         let dir = self.archive_files(true)?;
         lock.release()?;
         Ok(dir)
@@ -295,6 +297,87 @@ impl Dialogue {
         fsutil::sync_dir(&self.folder)?;
         let rel = dir.strip_prefix(&self.root).unwrap_or(&dir);
         Ok(rel.display().to_string())
+    }
+
+    /// Take `lock.txt` for `holder` (`mutex` held): a stale one is taken over, a fresh one waited
+    /// for up to `wait`, without the kernel lock.
+    fn take_lock_txt(&self, mutex: Guard, holder: &str, wait: Duration) -> Result<LockTxt> {
+        let deadline = Deadline::after(Some(wait));
+        let path = self.path(LOCK);
+        // Every write starts here: sweep the temporary files killed writers left.
+        fsutil::sweep_temps(&self.folder);
+        let (mut held, mut watch) = (Some(mutex), None::<FolderWatch>);
+        let lock = |_mutex, took_over| LockTxt {
+            path: path.clone(),
+            _mutex,
+            took_over,
+            done: false,
+        };
+        loop {
+            let guard = held.take().map_or_else(|| self.lock_mutex(), Ok)?;
+            let now = clock::now();
+            if fsutil::create_new(&path, LockInfo::render(holder, &now, None).as_bytes())? {
+                return Ok(lock(guard, None));
+            }
+            let Some(info) = self.read_lock(&now) else {
+                // Gone meanwhile: try again at once, still under the kernel lock.
+                held = Some(guard);
+                continue;
+            };
+            if info.stale {
+                // Replaced in one rename, never removed first: a crash in between would lose
+                // the stale record that lets the next `say` complete an interrupted write.
+                let origin = info.interrupted.as_deref().unwrap_or(&info.holder);
+                let record = LockInfo::render(holder, &now, Some(origin));
+                fsutil::replace(&path, record.as_bytes())?;
+                return Ok(lock(guard, Some(info)));
+            }
+            drop(guard);
+            if deadline.passed() {
+                let since = info.since.as_deref().unwrap_or("an unknown time");
+                let (file, holder) = (self.shown(LOCK), &info.holder);
+                let message =
+                    format!("`{file}` is held by {holder} since {since} (a write in progress)");
+                let hint = "try again in a moment; a lock.txt older than 60 seconds is stale and taken over";
+                return Err(refused(Refusal::DialogueBusy, message, hint));
+            }
+            match &mut watch {
+                // Subscribe first, then look again, then wait.
+                None => watch = Some(FolderWatch::new(std::slice::from_ref(&self.folder))),
+                Some(w) => {
+                    w.wait(deadline.next_sleep(crate::arbiter::recheck_for(&self.folder)));
+                }
+            }
+        }
+    }
+}
+
+/// A held `lock.txt`, with the dialogue's kernel lock; removed when dropped unreleased.
+struct LockTxt {
+    path: PathBuf,
+    _mutex: Guard,
+    /// The stale lock that was taken over, if any.
+    took_over: Option<LockInfo>,
+    done: bool,
+}
+
+impl LockTxt {
+    /// Leave `lock.txt` for the next `say` to find stale and complete the write.
+    fn keep(mut self) {
+        self.done = true;
+    }
+
+    fn release(mut self) -> Result<()> {
+        self.done = true;
+        fsutil::remove(&self.path).map(drop)
+    }
+}
+
+impl Drop for LockTxt {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fsutil::remove(&self.path);
+        }
     }
 }
 
@@ -424,7 +507,11 @@ impl Snapshot {
             topic: self.topic.clone(),
             next: c.only.clone().or(turn.clone()).filter(|_| error.is_none()),
             turn,
-            turn_file: self.turn.describe(),
+            turn_file: match &self.turn {
+                Turn::Id(line) | Turn::Error(line) => line.clone(),
+                Turn::Missing => "(missing)".into(),
+                Turn::Garbled(why) => format!("(unreadable: {why})"),
+            },
             state: state.to_string(),
             paused: c.paused,
             ended: c.ended,
@@ -483,18 +570,6 @@ pub struct TurnView {
     pub lock: Option<LockInfo>,
     /// `ok`, or `needs repair: why`.
     pub status_json: String,
-}
-
-impl TurnView {
-    fn describe_state(&self) -> String {
-        let or = |s: &Option<String>, none: &str| s.clone().unwrap_or_else(|| none.to_string());
-        match self.state.as_str() {
-            "open" | "waiting-for-user" => format!("it is {}'s turn", or(&self.next, "nobody")),
-            "only-one-agent" => format!("only {} may respond next", or(&self.only, "?")),
-            "error" => format!("error: {}", or(&self.error, "?")),
-            other => format!("the dialogue is {other}"),
-        }
-    }
 }
 
 /// The dialogue in the default folder, for `coord status`.

@@ -1,21 +1,18 @@
-//! `say`: seed 002's steps 1–7 as one operation, and `lock.txt`.
+//! `say`: seed 002's steps 1–7 as one operation.
 
 use std::io;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::arbiter::Guard as MutexGuard;
 use crate::clock::{self, Timestamp};
-use crate::error::{Error, IoResultExt, Refusal, Result};
+use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::history::{self, Event, Kind};
-use crate::layout::{DIALOGUE_CONVERSATION, DIALOGUE_LOCK, DIALOGUE_STATUS, DIALOGUE_TURN};
-use crate::wait::{Deadline, FolderWatch};
+use crate::layout::{DIALOGUE_CONVERSATION, DIALOGUE_STATUS, DIALOGUE_TURN};
 
-use super::files::{self, CORRUPTED_LINE, LockInfo, Marker, NEEDS_USER, StatusDoc, Turn, USER};
-use super::files::{same_id, validate_id};
+use super::files::{self, CORRUPTED_LINE, LockInfo, NEEDS_USER, StatusDoc, Turn, USER};
+use super::files::{same_id, speaker_id};
 use super::{Dialogue, Snapshot};
 
 /// The largest message text coord accepts.
@@ -31,8 +28,8 @@ pub struct SayRequest {
     pub speaker: String,
     /// The message text.
     pub text: String,
-    /// Markers to add after the text.
-    pub markers: Vec<Marker>,
+    /// Markers to add after the text, as given (`NEEDS-USER`, `[AGREEMENT]`, …).
+    pub markers: Vec<String>,
     /// Pass the turn to this id instead of the next participant.
     pub to: Option<String>,
     /// How long to wait for a fresh `lock.txt` held by another writer.
@@ -57,14 +54,6 @@ pub struct SayOutcome {
     pub took_over: Option<LockInfo>,
 }
 
-fn speaker_id(id: &str) -> Result<String> {
-    if same_id(id, USER) {
-        Ok(USER.to_string())
-    } else {
-        validate_id(id)
-    }
-}
-
 fn check_request(speaker: &str, text: &str) -> Result<String> {
     let speaker = speaker_id(speaker)?;
     let too_big = || format!("the message text is larger than {MAX_TEXT} bytes");
@@ -79,6 +68,13 @@ fn check_request(speaker: &str, text: &str) -> Result<String> {
 /// Write one message as `req.speaker`, under the kernel lock and `lock.txt`: check the turn,
 /// append the block (the commit point), replace `current-turn.txt` and `status.json`.
 pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
+    let mut markers: Vec<String> = Vec::new();
+    for m in &req.markers {
+        let m = files::parse_marker(m)?;
+        if !markers.contains(&m) {
+            markers.push(m);
+        }
+    }
     let speaker = check_request(&req.speaker, &req.text)?;
     let to = req.to.as_deref().map(speaker_id).transpose()?;
     if !d.exists() {
@@ -115,9 +111,6 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let speaker = known.cloned().unwrap_or(speaker);
     snap.may_speak(&speaker)?;
 
-    let mut markers: Vec<String> = req.markers.iter().map(Marker::to_string).collect();
-    let mut seen = std::collections::HashSet::new();
-    markers.retain(|m| seen.insert(m.clone()));
     let needs_user = req.text.contains(NEEDS_USER) || markers.iter().any(|m| m == NEEDS_USER);
     let next = next_turn(&snap, &speaker, to.as_deref(), needs_user)?;
     let number = snap.conv.count() + 1;
@@ -238,94 +231,6 @@ fn repair_interrupted(
     Ok(Some(done))
 }
 
-/// A held `lock.txt`, with the dialogue's kernel lock; removed when dropped unreleased.
-pub(super) struct LockTxt {
-    path: PathBuf,
-    _mutex: MutexGuard,
-    /// The stale lock that was taken over, if any.
-    took_over: Option<LockInfo>,
-    done: bool,
-}
-
-impl LockTxt {
-    /// Leave `lock.txt` for the next `say` to find stale and complete the write.
-    fn keep(mut self) {
-        self.done = true;
-    }
-
-    pub(super) fn release(mut self) -> Result<()> {
-        self.done = true;
-        fsutil::remove(&self.path).map(drop)
-    }
-}
-
-impl Drop for LockTxt {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = fsutil::remove(&self.path);
-        }
-    }
-}
-
-impl Dialogue {
-    /// Take `lock.txt` for `holder` (`mutex` held): a stale one is taken over, a fresh one waited
-    /// for up to `wait`, without the kernel lock.
-    pub(super) fn take_lock_txt(
-        &self,
-        mutex: MutexGuard,
-        holder: &str,
-        wait: Duration,
-    ) -> Result<LockTxt> {
-        let deadline = Deadline::after(Some(wait));
-        let path = self.path(DIALOGUE_LOCK);
-        // Every write starts here: sweep the temporary files killed writers left.
-        fsutil::sweep_temps(&self.folder);
-        let (mut held, mut watch) = (Some(mutex), None::<FolderWatch>);
-        let lock = |_mutex, took_over| LockTxt {
-            path: path.clone(),
-            _mutex,
-            took_over,
-            done: false,
-        };
-        loop {
-            let guard = held.take().map_or_else(|| self.lock_mutex(), Ok)?;
-            let now = clock::now();
-            if fsutil::create_new(&path, LockInfo::render(holder, &now, None).as_bytes())? {
-                return Ok(lock(guard, None));
-            }
-            let Some(info) = self.read_lock(&now) else {
-                // Gone meanwhile: try again at once, still under the kernel lock.
-                held = Some(guard);
-                continue;
-            };
-            if info.stale {
-                // Replaced in one rename, never removed first: a crash in between would lose
-                // the stale record that lets the next `say` complete an interrupted write.
-                let origin = info.interrupted.as_deref().unwrap_or(&info.holder);
-                let record = LockInfo::render(holder, &now, Some(origin));
-                fsutil::replace(&path, record.as_bytes())?;
-                return Ok(lock(guard, Some(info)));
-            }
-            drop(guard);
-            if deadline.passed() {
-                let since = info.since.as_deref().unwrap_or("an unknown time");
-                let (file, holder) = (self.shown(DIALOGUE_LOCK), &info.holder);
-                let message =
-                    format!("`{file}` is held by {holder} since {since} (a write in progress)");
-                let hint = "try again in a moment; a lock.txt older than 60 seconds is stale and taken over";
-                return Err(super::refused(Refusal::DialogueBusy, message, hint));
-            }
-            match &mut watch {
-                // Subscribe first, then look again, then wait.
-                None => watch = Some(FolderWatch::new(std::slice::from_ref(&self.folder))),
-                Some(w) => {
-                    w.wait(deadline.next_sleep(crate::arbiter::recheck_for(&self.folder)));
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,7 +251,7 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let d = Dialogue::default_in(&crate::workspace::Workspace::init(&root).unwrap().0).unwrap();
         d.init("T", &[], None).unwrap();
-        std::fs::write(d.path(DIALOGUE_LOCK), "AGENT-2\n").unwrap();
+        std::fs::write(d.path(crate::layout::DIALOGUE_LOCK), "AGENT-2\n").unwrap();
         let req = SayRequest {
             speaker: "AGENT-1".into(),
             text: "x".into(),

@@ -9,7 +9,7 @@ use crate::lock::queue;
 use crate::lock::{self, DEFAULT_TTL, LockRequest, Owner};
 use crate::message;
 use crate::presence::{self, AgentState, Update};
-use crate::stamp::{self, Partner, Scope, StartupRequest};
+use crate::stamp::{self, Partner, Scope};
 use crate::status;
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -476,8 +476,7 @@ fn session_start(
         .transpose()?
         .unwrap_or(false)
     {
-        let (partner, task) = (Partner::Named(agent.clone()), None);
-        stamp::startup(ws, &StartupRequest { partner, task, pid })?;
+        stamp::startup(ws, Partner::Named(agent.clone()), None, pid)?;
     }
     Ok(Reply::Context(context(ws, agent, client)))
 }

@@ -228,9 +228,7 @@ pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
             let counted = read_counter(root);
             let listed = names.iter().filter_map(|name| name.to_str()?.parse().ok());
             let above = row_ids(root).filter(|&id| counted.is_none_or(|c| id > c));
-            let mut ids: Vec<u64> = listed.chain(above).collect();
-            ids.sort_unstable();
-            ids.dedup();
+            let ids: std::collections::BTreeSet<u64> = listed.chain(above).collect();
             let shared = shared_root(root);
             let path = |id| (id, layout::partner_row(&shared, id));
             read_rows(ids.into_iter().map(path))
@@ -315,17 +313,6 @@ pub enum Partner {
     New,
 }
 
-/// What `coord startup` (and `coord session`) asks for.
-#[derive(Debug, Clone)]
-pub struct StartupRequest {
-    /// Who.
-    pub partner: Partner,
-    /// `current_task` and the presence's `working_on`.
-    pub task: Option<String>,
-    /// The process the session follows (`coord session`); `None` for a plain startup.
-    pub pid: Option<u32>,
-}
-
 /// What clocking in did and found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Startup {
@@ -354,16 +341,22 @@ pub struct Crashed {
     pub why: String,
 }
 
-/// Clock in: mark this partner's dead sessions crashed, add an `online` row, write the presence.
-pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
+/// Clock in: mark this partner's dead sessions crashed, add an `online` row (`task` its
+/// `current_task`, `pid` the process it follows, if any), write the presence.
+pub fn startup(
+    ws: &Workspace,
+    partner: Partner,
+    task: Option<&str>,
+    pid: Option<u32>,
+) -> Result<Startup> {
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
     fsutil::ensure_dir(&layout::partners_dir(&shared_root(root)))?;
     // A card where the index cannot be made is read whole.
     let _ = ensure_index(root);
     // A picked name must be free of every row, not only of the open ones.
-    let (agent, picked) = match &req.partner {
-        Partner::Named(a) => (a.clone(), false),
+    let (agent, picked) = match partner {
+        Partner::Named(a) => (a, false),
         Partner::New => (AgentId::parse(&free_name(root, &scan(root).0))?, true),
     };
     let (rows, _) = open_rows(root);
@@ -383,7 +376,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     }
 
     let id = next_id(root)?;
-    let task = req.task.as_deref().map(crate::record::one_line);
+    let task = task.map(crate::record::one_line);
     let task = task.filter(|t| !t.is_empty());
     let row = Row {
         id,
@@ -394,8 +387,8 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         last_heartbeat: Some(now_s),
         current_task: task.clone(),
         session_id: format!("{}-{id}-{:06x}", agent.id(), host::random_u64() & 0xff_ffff),
-        pid: req.pid,
-        host: req.pid.map(|_| host::hostname().to_string()),
+        pid,
+        host: pid.map(|_| host::hostname().to_string()),
     };
     let shared = shared_root(root);
     let path = layout::partner_row(&shared, id);

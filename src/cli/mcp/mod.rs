@@ -18,7 +18,7 @@ use coord::identity;
 use coord::lock::Owner;
 use coord::mcp::{Server, jsonrpc, tool_result};
 use coord::session;
-use coord::stamp::{self, Partner, Scope, StartupRequest};
+use coord::stamp::{self, Partner, Scope};
 use coord::workspace::{AgentId, Workspace};
 use coord::{ExitCode, host};
 
@@ -93,12 +93,9 @@ impl Life {
         let agent = (self.explicit.clone())
             .or_else(|| session.as_ref().map(|s| s.agent.clone()))
             .unwrap_or_else(|| self.named.clone());
-        let req = StartupRequest {
-            partner: Partner::Named(agent.clone()),
-            task,
-            pid: Some(host::pid()),
-        };
-        let row = stamp::startup(&self.ws, &req)?.row.session_id;
+        let partner = Partner::Named(agent.clone());
+        let started = stamp::startup(&self.ws, partner, task.as_deref(), Some(host::pid()))?;
+        let row = started.row.session_id;
         // In an agent client's session, locks follow the client process (the session's hooks
         // and shell act as the same agent); else this process.
         let owner = match session.as_ref().and_then(|s| Some((s, s.process?.pid))) {

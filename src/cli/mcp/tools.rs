@@ -10,7 +10,6 @@ use serde_json::{Map, Value};
 
 use coord::clock::Wait;
 use coord::dialogue::Dialogue;
-use coord::dialogue::files::Marker;
 use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
 use coord::edit::write;
 use coord::lock::{self, DEFAULT_TTL, LockRequest, Owner};
@@ -149,11 +148,10 @@ impl Host {
             }
             "dialogue_say" => {
                 let markers = args.strings("markers")?.unwrap_or_default();
-                let markers = markers.iter().map(|m| Marker::parse(m));
                 let req = SayRequest {
                     speaker: args.req_str("as")?.to_string(),
                     text: args.req_str("text")?.to_string(),
-                    markers: markers.collect::<Result<_, _>>()?,
+                    markers,
                     to: None,
                     lock_wait: DEFAULT_LOCK_WAIT,
                 };
