@@ -150,7 +150,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     for c in &plan.changes {
         output::line(&format!("{}: {}", verb(c.action), c.file));
         if args.dry_run {
-            for l in String::from_utf8_lossy(&c.content).lines() {
+            for l in String::from_utf8_lossy(c.content.as_deref().unwrap_or_default()).lines() {
                 output::line(&format!("  | {l}"));
             }
         }

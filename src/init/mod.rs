@@ -26,18 +26,23 @@ use crate::textblock::{find_block, with_block};
 const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
 const BLOCK_END: &str = "<!-- coord:end -->";
 
-/// One file `init` creates or changes.
+/// One file `init` (or `init --remove`) creates, changes or deletes.
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
     /// The file, relative to the root.
     pub file: String,
-    /// `create` or `update`.
+    /// `create` or `update`; for `--remove`, `restore` (back to its bytes before init),
+    /// `update` (coord's entries cut out) or `delete`.
     pub action: &'static str,
-    /// The new content.
+    /// The new content (`None`: the file goes).
     #[serde(skip)]
-    pub content: Vec<u8>,
+    pub content: Option<Vec<u8>>,
     #[serde(skip)]
     path: PathBuf,
+    /// Init's record says init created the file: the folders it made for it are in the record
+    /// too, and no other folder above it is init's to remove.
+    #[serde(skip)]
+    created_by_init: bool,
 }
 
 /// A file `init` left alone: a symlink to a file outside the workspace.
@@ -132,8 +137,9 @@ pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
             fsutil::ensure_dir(dir)?;
         }
         let before = read_regular(&change.path)?;
-        fsutil::replace_durable(&change.path, &change.content)?;
-        record.note_write(&change.file, before, &change.content);
+        let content = change.content.as_deref().unwrap_or_default();
+        fsutil::replace_durable(&change.path, content)?;
+        record.note_write(&change.file, before, content);
     }
     // After `.gitignore`: a repository `init` wires is not adopted as one nobody set up.
     ws.ensure_state_dir()?;
@@ -464,7 +470,7 @@ impl Wiring {
         };
         // A file already changed by this plan (a link to it): build on the planned bytes.
         if let Some(c) = self.changes.iter().find(|c| c.path == path) {
-            return Ok(Some((path, Some(c.content.clone()))));
+            return Ok(Some((path, c.content.clone())));
         }
         Ok(Some((path.clone(), read_regular(&path)?)))
     }
@@ -474,14 +480,15 @@ impl Wiring {
             return;
         }
         if let Some(c) = self.changes.iter_mut().find(|c| c.path == path) {
-            c.content = new;
+            c.content = Some(new);
             return;
         }
         self.changes.push(Change {
             file: rel_of(&self.root, &path),
             action: if old.is_some() { "update" } else { "create" },
-            content: new,
+            content: Some(new),
             path,
+            created_by_init: false,
         });
     }
 
