@@ -113,16 +113,11 @@ pub(crate) enum McpStyle {
     Opencode,
 }
 
-/// One file `coord init` writes for a client: JSON (`comments`: with comments) with hooks and/or
-/// the MCP server, Codex's TOML config, or a plugin file written whole, known by [`MARKER`].
+/// One file `coord init` writes for a client: JSON (file, with comments, hooks, MCP server),
+/// Codex's TOML config, or a plugin file written whole (file, content), known by [`MARKER`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wire {
-    Json {
-        file: &'static str,
-        comments: bool,
-        hooks: Option<HookStyle>,
-        mcp: Option<McpStyle>,
-    },
+    Json(&'static str, bool, Option<HookStyle>, Option<McpStyle>),
     CodexToml(&'static str),
     Generated(&'static str, &'static str),
 }
@@ -130,29 +125,15 @@ pub(crate) enum Wire {
 const CLAUDE_STYLE: HookStyle = HookStyle::Claude { named: false };
 
 impl Wire {
-    const fn json(
-        file: &'static str,
-        comments: bool,
-        hooks: Option<HookStyle>,
-        mcp: Option<McpStyle>,
-    ) -> Wire {
-        Wire::Json {
-            file,
-            comments,
-            hooks,
-            mcp,
-        }
-    }
-
     /// Hooks alone, in plain JSON.
     const fn hooks(file: &'static str, style: HookStyle) -> Wire {
-        Wire::json(file, false, Some(style), None)
+        Wire::Json(file, false, Some(style), None)
     }
 
     /// Named hooks and the MCP server, in JSON with comments (Gemini CLI, Qwen Code).
     const fn settings(file: &'static str) -> Wire {
         let named = HookStyle::Claude { named: true };
-        Wire::json(file, true, Some(named), Some(McpStyle::Servers))
+        Wire::Json(file, true, Some(named), Some(McpStyle::Servers))
     }
 }
 
@@ -262,7 +243,7 @@ impl Adapter {
     /// Whether `coord init` wired this client in `root` (its first wired file, where its hooks
     /// are, runs `coord hook NAME`).
     pub fn wired(&self, root: &Path) -> bool {
-        let (Wire::Json { file, .. } | Wire::CodexToml(file) | Wire::Generated(file, _)) =
+        let (Wire::Json(file, ..) | Wire::CodexToml(file) | Wire::Generated(file, _)) =
             self.wiring[0];
         crate::fsutil::read_capped(&root.join(file), 16 * 1024 * 1024)
             .ok()
@@ -410,7 +391,7 @@ const BASE: Adapter = Adapter {
     gate: Gate::Config(|_| Ok(Trust::new(HooksRun::Unknown, "")), |_| String::new()),
 };
 
-const MCP_JSON: Wire = Wire::json(".mcp.json", false, None, Some(McpStyle::Servers));
+const MCP_JSON: Wire = Wire::Json(".mcp.json", false, None, Some(McpStyle::Servers));
 
 const CLAUDE_TOOLS: Option<&str> = Some("Edit|Write|MultiEdit|NotebookEdit|Bash");
 
@@ -644,7 +625,7 @@ const OPENCODE: Adapter = Adapter {
     render: render_plugin,
     wiring: &[
         Wire::Generated(".opencode/plugin/coord.js", OPENCODE_PLUGIN),
-        Wire::json("opencode.json", true, None, Some(McpStyle::Opencode)),
+        Wire::Json("opencode.json", true, None, Some(McpStyle::Opencode)),
     ],
     plugin: Some(PluginKind::Js {
         package: r#"{"main": "coord.js"}"#,
@@ -746,7 +727,7 @@ const CURSOR: Adapter = Adapter {
     shell_git_hooks: EDITOR_GIT,
     wiring: &[
         Wire::hooks(".cursor/hooks.json", HookStyle::Flat { version: true }),
-        Wire::json(".cursor/mcp.json", false, None, Some(McpStyle::Servers)),
+        Wire::Json(".cursor/mcp.json", false, None, Some(McpStyle::Servers)),
     ],
     executables: &["cursor-agent", "cursor"],
     gate: Gate::Open(

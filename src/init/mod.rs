@@ -236,12 +236,7 @@ fn wire(w: &mut Wiring, client: Client) -> Result<()> {
     let hooks = client.adapter().hooks();
     for wire in client.adapter().wiring {
         match *wire {
-            Wire::Json {
-                file,
-                comments,
-                hooks: style,
-                mcp,
-            } => w.json(file, comments, |v, f| {
+            Wire::Json(file, comments, style, mcp) => w.json(file, comments, |v, f| {
                 if let Some(style) = style {
                     merge_hooks(v, f, &hooks, style)?;
                 }

@@ -68,7 +68,7 @@ enum FileKind {
 fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
     let wires = clients.iter().flat_map(|c| c.adapter().wiring);
     let wires = wires.map(|w| match *w {
-        Wire::Json { file, .. } => (file, FileKind::Json),
+        Wire::Json(file, ..) => (file, FileKind::Json),
         Wire::CodexToml(file) => (file, FileKind::Toml),
         Wire::Generated(file, _) => (file, FileKind::Generated),
     });
