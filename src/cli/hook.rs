@@ -160,7 +160,7 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
         super::remote::start_renewer(&ws);
     }
     super::remote::start_sync_if_working_on_changed(&ws);
-    hook::trail::record(&ws, &agent, &call, &input, &cwd, reply.as_ref().ok());
+    hook::trail::record(&ws, &agent, &call, &cwd, reply.as_ref().ok());
     if let Some((sid, process)) = session
         && call.kind == Kind::SessionEnd
     {

@@ -857,6 +857,8 @@ pub struct HookCall {
     /// Why the payload is not JSON, when it is not: it was read only in part (see
     /// `payload`), and is judged on what it names without anything being written.
     pub fault: Option<String>,
+    /// The payload as read (in the shape coord reads, for clients shaped otherwise).
+    pub payload: Value,
 }
 
 /// Whether `args` hold one of the options `short` and `long` (`--long=VALUE` too).
@@ -923,6 +925,7 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         headless: false,
         event,
         fault: read.fault,
+        payload: value,
     })
 }
 
