@@ -45,6 +45,13 @@ pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
     AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
 }
 
+/// The agent of a client whose payload carries no session id: the client process that ran the
+/// hook stands for the session (`copilot-p4242`; past the `sh -c` it may run hooks through).
+pub fn agent_for_parent(client: Client) -> Option<AgentId> {
+    let pid = hook_client_process().map_or_else(host::invoker, |p| p.pid);
+    AgentId::parse(&format!("{}-p{pid}", client.as_str())).ok()
+}
+
 fn is_uuid_v7(id: &str) -> bool {
     let groups: Vec<&str> = id.split('-').collect();
     groups.len() == 5

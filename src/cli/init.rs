@@ -6,8 +6,8 @@ use clap::Args;
 use clap::builder::TypedValueParser;
 
 use coord::ExitCode;
+use coord::client::Client;
 use coord::client::HooksRun;
-use coord::hook::Client;
 use coord::init;
 use coord::workspace::Workspace;
 

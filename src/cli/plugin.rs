@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use coord::ExitCode;
-use coord::hook::Client;
+use coord::client::Client;
 use coord::plugin;
 
 use super::init::client_choice;

@@ -14,7 +14,7 @@ use crate::status;
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::gitcmd::{self, GitAction};
-use super::{Client, HookCall, Kind, Reply};
+use crate::client::{Client, HookCall, Kind, Reply};
 use crate::guard;
 use crate::history;
 use crate::shelledit;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Client, HookCall, Kind, Reply};
+use crate::client::{Client, HookCall, Kind, Reply};
 use crate::history::{self, Event};
 use crate::layout;
 use crate::workspace::{AgentId, Workspace};
