@@ -224,7 +224,8 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
             ];
             (files, install, uninstall)
         }
-        PluginKind::Extension { manifest, context } => {
+        PluginKind::Extension(manifest) => {
+            let context = adapter.instruction_file?;
             let man = about(vec![
                 json!({"contextFileName": context, "mcpServers": spec.mcp_servers()}),
             ]);

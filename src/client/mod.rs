@@ -141,9 +141,10 @@ impl Wire {
 pub const MARKER: &str = "coord:generated";
 
 /// What a client's user-level plugin (`coord plugin write`) is: a marketplace folder holding
-/// `coord/` (`codex`: Codex's layout; `paths`: named in the manifest), an extension folder, or
-/// a JS plugin package (`package` keys; `mcp`: it adds the MCP server; the client's own commands
-/// that install it from its folder, `{dir}`, and remove it).
+/// `coord/` (`codex`: Codex's layout; `paths`: named in the manifest), an extension folder (its
+/// manifest; the instructions file is its context), or a JS plugin package (`package` keys;
+/// `mcp`: it adds the MCP server; the client's own commands that install it from its folder,
+/// `{dir}`, and remove it).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum PluginKind {
     Marketplace {
@@ -153,10 +154,7 @@ pub(crate) enum PluginKind {
         paths: Option<[&'static str; 3]>,
         hooks: HookStyle,
     },
-    Extension {
-        manifest: &'static str,
-        context: &'static str,
-    },
+    Extension(&'static str),
     Js {
         package: &'static str,
         mcp: bool,
@@ -507,10 +505,7 @@ const GEMINI: Adapter = Adapter {
         !has_option(args, "-i", "--prompt-interactive")
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
-    plugin: Some(PluginKind::Extension {
-        manifest: "gemini-extension.json",
-        context: "GEMINI.md",
-    }),
+    plugin: Some(PluginKind::Extension("gemini-extension.json")),
     gate: Gate::Config(trust::gemini, trust::gemini_step),
     ..BASE
 };
@@ -591,10 +586,7 @@ const QWEN: Adapter = Adapter {
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("directory")),
     instruction_file: Some("QWEN.md"),
     wiring: &[Wire::settings(".qwen/settings.json")],
-    plugin: Some(PluginKind::Extension {
-        manifest: "qwen-extension.json",
-        context: "QWEN.md",
-    }),
+    plugin: Some(PluginKind::Extension("qwen-extension.json")),
     gate: Gate::Config(trust::qwen, trust::qwen_step),
     ..BASE
 };
