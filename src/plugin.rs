@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::adopt;
-use crate::client::{COORD, Client, HookSet, HookStyle, PluginKind};
+use crate::client::{COORD, Client, HookSet, HookStyle, McpStyle, PluginKind};
 use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::init;
@@ -53,9 +53,9 @@ impl Spec {
         format!("exec {} {rest} {FLAG}", crate::shell::arg(&self.coord))
     }
 
-    /// `{"mcpServers": {"coord": {command, args}}}`.
-    pub fn mcp_servers(&self) -> Value {
-        json!({"coord": {"command": self.coord, "args": ["mcp", FLAG]}})
+    /// The `coord mcp` server the plugin runs, in `style`.
+    fn mcp(&self, style: McpStyle) -> Value {
+        style.server(&[&self.coord, "mcp", FLAG]).1
     }
 
     /// `{"hooks": {...}}` (with `version` in Copilot's style) for `set`, run by the plugin.
@@ -161,6 +161,7 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
     let version = env!("CARGO_PKG_VERSION");
     let shown = folder.display().to_string();
     let (name, dir) = (adapter.name, crate::shell::arg(&shown));
+    let servers = json!({"coord": spec.mcp(McpStyle::Servers)});
     let (files, install, uninstall) = match adapter.plugin? {
         PluginKind::Marketplace {
             marketplace,
@@ -201,10 +202,7 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
                 json_file(marketplace, &market),
                 json_file(manifest, &man),
                 json_file("coord/hooks/hooks.json", &spec.hooks_json(&hooks, style)),
-                json_file(
-                    "coord/.mcp.json",
-                    &json!({"mcpServers": spec.mcp_servers()}),
-                ),
+                json_file("coord/.mcp.json", &json!({"mcpServers": servers})),
                 ("coord/skills/coord/SKILL.md", skill().into_bytes()),
             ];
             // Codex names the plugin commands `add` and `remove`.
@@ -227,7 +225,7 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
         PluginKind::Extension(manifest) => {
             let context = adapter.instruction_file?;
             let man = about(vec![
-                json!({"contextFileName": context, "mcpServers": spec.mcp_servers()}),
+                json!({"contextFileName": context, "mcpServers": servers}),
             ]);
             let style = HookStyle::Claude { named: true };
             let files = vec![
@@ -249,13 +247,7 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
                 json!({"private": true, "type": "module"}),
                 serde_json::from_str(package).unwrap_or_default(),
             ]);
-            let mcp = mcp.then(|| {
-                json!({
-                    "type": "local",
-                    "command": [spec.coord, "mcp", FLAG],
-                    "enabled": true,
-                })
-            });
+            let mcp = mcp.then(|| spec.mcp(McpStyle::Opencode));
             let template = adapter.wiring.iter().find_map(|w| match w {
                 crate::client::Wire::Generated(_, content) => Some(*content),
                 _ => None,

@@ -113,6 +113,19 @@ pub(crate) enum McpStyle {
     Opencode,
 }
 
+impl McpStyle {
+    /// The key servers are listed under, and the entry of the server that runs `argv`.
+    pub(crate) fn server(self, argv: &[&str]) -> (&'static str, Value) {
+        match self {
+            McpStyle::Servers => ("mcpServers", json!({"command": argv[0], "args": argv[1..]})),
+            McpStyle::Opencode => (
+                "mcp",
+                json!({"type": "local", "command": argv, "enabled": true}),
+            ),
+        }
+    }
+}
+
 /// One file `coord init` writes for a client: JSON (file, with comments, hooks, MCP server),
 /// Codex's TOML config, or a plugin file written whole (file, content), known by [`MARKER`].
 #[derive(Debug, Clone, Copy)]

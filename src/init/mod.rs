@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::client::{COORD, Client, HookSet, HookStyle, MARKER, McpStyle, Wire};
+use crate::client::{COORD, Client, HookSet, HookStyle, MARKER, Wire};
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::workspace::Workspace;
@@ -241,17 +241,9 @@ fn wire(w: &mut Wiring, client: Client) -> Result<()> {
                     merge_hooks(v, f, &hooks, style)?;
                 }
                 // `{key: {coord: server}}`, unless a `coord` server is already registered.
-                let (key, server) = match mcp {
-                    Some(McpStyle::Servers) => {
-                        ("mcpServers", json!({"command": COORD, "args": ["mcp"]}))
-                    }
-                    Some(McpStyle::Opencode) => (
-                        "mcp",
-                        json!({"type": "local", "command": [COORD, "mcp"], "enabled": true}),
-                    ),
-                    None => return Ok(()),
-                };
-                object_at(v, key, f)?.entry("coord").or_insert(server);
+                if let Some((key, server)) = mcp.map(|m| m.server(&[COORD, "mcp"])) {
+                    object_at(v, key, f)?.entry("coord").or_insert(server);
+                }
                 Ok(())
             })?,
             // Comments and layout are kept.
