@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::adopt;
-use crate::client::{COORD, Client, HookSet, HookStyle, McpStyle, PluginKind};
+use crate::client::{COORD, Client, HookSet, HookStyle, McpStyle, PluginKind, Wire};
 use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::init;
@@ -157,7 +157,12 @@ fn about(extra: Vec<Value>) -> Value {
 /// `client`'s plugin in `folder`, when coord writes one: its files, and what it is.
 fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Written)> {
     let adapter = client.adapter();
-    let hooks = adapter.hooks();
+    // The hooks as the client's project file lays them out.
+    let style = adapter.wiring.iter().find_map(|w| match *w {
+        Wire::Json(_, _, style, _) => style,
+        _ => None,
+    });
+    let hooks = style.map(|style| spec.hooks_json(&adapter.hooks(), style));
     let version = env!("CARGO_PKG_VERSION");
     let shown = folder.display().to_string();
     let (name, dir) = (adapter.name, crate::shell::arg(&shown));
@@ -168,7 +173,6 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
             codex,
             manifest,
             paths,
-            hooks: style,
         } => {
             let market = if codex {
                 json!({
@@ -201,7 +205,7 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
             let files = vec![
                 json_file(marketplace, &market),
                 json_file(manifest, &man),
-                json_file("coord/hooks/hooks.json", &spec.hooks_json(&hooks, style)),
+                json_file("coord/hooks/hooks.json", &hooks?),
                 json_file("coord/.mcp.json", &json!({"mcpServers": servers})),
                 ("coord/skills/coord/SKILL.md", skill().into_bytes()),
             ];
@@ -227,10 +231,9 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
             let man = about(vec![
                 json!({"contextFileName": context, "mcpServers": servers}),
             ]);
-            let style = HookStyle::Claude { named: true };
             let files = vec![
                 json_file(manifest, &man),
-                json_file("hooks/hooks.json", &spec.hooks_json(&hooks, style)),
+                json_file("hooks/hooks.json", &hooks?),
                 (context, format!("{}\n", init::INSTRUCTIONS).into_bytes()),
             ];
             let install = vec![format!("{name} extensions install {dir}")];
@@ -249,7 +252,7 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
             ]);
             let mcp = mcp.then(|| spec.mcp(McpStyle::Opencode));
             let template = adapter.wiring.iter().find_map(|w| match w {
-                crate::client::Wire::Generated(_, content) => Some(*content),
+                Wire::Generated(_, content) => Some(*content),
                 _ => None,
             })?;
             let js = script(template, adapter.name, spec, mcp.as_ref());

@@ -165,7 +165,6 @@ pub(crate) enum PluginKind {
         codex: bool,
         manifest: &'static str,
         paths: Option<[&'static str; 3]>,
-        hooks: HookStyle,
     },
     Extension(&'static str),
     Js {
@@ -439,7 +438,6 @@ const CLAUDE: Adapter = Adapter {
         codex: false,
         manifest: "coord/.claude-plugin/plugin.json",
         paths: None,
-        hooks: CLAUDE_STYLE,
     }),
     gate: Gate::Config(trust::claude, trust::claude_step),
     ..BASE
@@ -473,7 +471,6 @@ const CODEX: Adapter = Adapter {
         codex: true,
         manifest: "coord/.codex-plugin/plugin.json",
         paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
-        hooks: CLAUDE_STYLE,
     }),
     gate: Gate::Config(trust::codex, trust::codex_step),
     ..BASE
@@ -570,7 +567,6 @@ const COPILOT: Adapter = Adapter {
         codex: false,
         manifest: "coord/.github/plugin/plugin.json",
         paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
-        hooks: HookStyle::Copilot,
     }),
     gate: Gate::Config(trust::copilot, trust::copilot_step),
     ..BASE
