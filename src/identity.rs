@@ -215,16 +215,14 @@ pub fn hook_client_process() -> Option<ClientProcess> {
         .flatten()
 }
 
-/// Whether the client `process` runs with nobody at it ([`crate::client::Adapter::headless`]);
+/// Whether the client `process` runs with nobody at it (`Adapter::headless`);
 /// `false` when coord cannot tell.
 pub fn headless(client: Client, process: ClientProcess) -> bool {
     let Some(args) = host::command_line(process.pid) else {
         return false;
     };
     let args = args.get(1..).unwrap_or_default();
-    client
-        .adapter()
-        .headless(args, host::stdin_is_terminal(process.pid))
+    (client.adapter().headless)(args, host::stdin_is_terminal(process.pid))
 }
 
 const SHELLS: [&str; 9] = [
@@ -352,7 +350,7 @@ mod tests {
         ] {
             let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
             assert_eq!(
-                client.adapter().headless(&args, stdin),
+                (client.adapter().headless)(&args, stdin),
                 want,
                 "{client:?} {args:?}"
             );

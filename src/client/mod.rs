@@ -199,7 +199,9 @@ pub struct Adapter {
     pub(crate) approvals: Option<&'static str>,
     /// What other modes do where the trust gate applies only to interactive sessions.
     pub trust_modes: Option<&'static str>,
-    headless: fn(&[String], Option<bool>) -> bool,
+    /// Whether a client process started with `args` (after the program; and whether its input
+    /// is a terminal) runs without anyone at it: one prompt, then it exits (`claude -p`).
+    pub(crate) headless: fn(&[String], Option<bool>) -> bool,
     /// The command's names on `PATH`, when not just [`Adapter::name`].
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<PluginKind>,
@@ -237,12 +239,6 @@ impl Adapter {
             Gate::Open(_, step) => step.replace("{root}", &root.display().to_string()),
             Gate::Config(_, step) => step(root),
         }
-    }
-
-    /// Whether a client process started with `args` (after the program) runs without anyone at
-    /// it: one prompt, then it exits (`claude -p`, `codex exec`).
-    pub fn headless(&self, args: &[String], stdin_terminal: Option<bool>) -> bool {
-        (self.headless)(args, stdin_terminal)
     }
 
     /// Whether coord writes a user-level plugin for it (`coord plugin write`).
@@ -342,11 +338,6 @@ impl Client {
                         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
                 })
             })
-    }
-
-    /// The client's product name.
-    pub fn product(self) -> &'static str {
-        self.adapter().product
     }
 
     /// The client named `name`.

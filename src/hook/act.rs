@@ -290,7 +290,7 @@ fn request(
         reason: Some(format!(
             "{} in {}",
             call.tool.as_deref().unwrap_or("an edit"),
-            call.client.product()
+            call.client.adapter().product
         )),
         owner: owner.cloned(),
         claims: Vec::new(),
@@ -489,7 +489,7 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
         "coord: you are agent `{me}` in the shared folder {}. {} locks each file you edit for you; \
          an edit of a file another agent holds is refused, naming the holder. Your locks are released when your turn ends.",
         st.root,
-        client.product()
+        client.adapter().product
     )];
     let mut list = |head: &str, items: Vec<String>| {
         if !items.is_empty() {
