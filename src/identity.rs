@@ -101,8 +101,7 @@ pub struct Session {
     pub process: Option<ClientProcess>,
 }
 
-/// One registration file, as read: the session it names (found by the process tree), its
-/// process and its host.
+/// One registration file, as read: the session it names, its process and its host.
 fn registration(path: &Path) -> Option<(Session, ClientProcess, String)> {
     let bytes = fsutil::read_capped(path, RECORD_CAP).ok()?;
     let rec = Record::parse(&String::from_utf8_lossy(&bytes));
@@ -215,8 +214,7 @@ pub fn hook_client_process() -> Option<ClientProcess> {
         .flatten()
 }
 
-/// Whether the client `process` runs with nobody at it (`Adapter::headless`);
-/// `false` when coord cannot tell.
+/// Whether the client `process` runs with nobody at it (`Adapter::headless`); `false`: unknown.
 pub fn headless(client: Client, process: ClientProcess) -> bool {
     let Some(args) = host::command_line(process.pid) else {
         return false;

@@ -308,8 +308,7 @@ pub enum Gate {
     Wired,
 }
 
-/// Decide what a `--plugin` call does in `ws` (for `client`'s hooks; `None` for the MCP
-/// server), reading only: nothing is written.
+/// What a `--plugin` call does in `ws` (for `client`'s hooks; `None`: the MCP server); reads only.
 pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
     let root = ws.root();
     let repository = crate::worktree::repository_dir(root);

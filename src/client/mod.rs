@@ -85,8 +85,7 @@ pub const COORD: &str = "coord";
 /// One client's hook registrations: event, matcher, command.
 pub type HookSet = Vec<(&'static str, Option<&'static str>, String)>;
 
-/// The command a registration runs: `coord hook CLIENT`, with `--event NAME` for clients whose
-/// payload does not name its event.
+/// `coord hook CLIENT`, with `--event NAME` for clients whose payload does not name its event.
 pub fn command(client: &str, event: Option<&str>) -> String {
     match event {
         Some(e) => format!("{COORD} hook {client} --event {e}"),
@@ -246,8 +245,7 @@ impl Adapter {
         self.plugin.is_some()
     }
 
-    /// Whether `coord init` wired this client in `root` (its first wired file, where its hooks
-    /// are, runs `coord hook NAME`).
+    /// Whether `coord init` wired this client in `root`: its first file runs `coord hook NAME`.
     pub fn wired(&self, root: &Path) -> bool {
         let (Wire::Json(file, ..) | Wire::CodexToml(file) | Wire::Generated(file, _)) =
             self.wiring[0];
@@ -927,8 +925,7 @@ pub fn render(client: Client, reply: &Reply) -> Option<String> {
     serde_json::to_string(&value).ok()
 }
 
-/// A tool's arguments as an object: a JSON string (Copilot CLI) is decoded as far as it can be;
-/// anything else undecodable is `Null`.
+/// A tool's arguments as an object (a JSON string, as Copilot CLI sends, decoded); else `Null`.
 fn args_object(input: &Value) -> Value {
     match input {
         Value::String(s) => payload::read(s.as_bytes())

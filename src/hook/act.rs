@@ -298,8 +298,7 @@ fn request(
     }
 }
 
-/// The denial for a holder of `targets` seen without taking the lock ([`lock::seen_holder`]),
-/// with `why` after the reason; `None`: no holder.
+/// The denial for a holder of `targets` seen without locking, `why` after it; `None`: no holder.
 fn deny_seen(
     ws: &Workspace,
     agent: &AgentId,
@@ -321,8 +320,7 @@ fn deny_seen(
     }))
 }
 
-/// Why a lock refusal denies the tool call: holder, since when, what they work on, the queue.
-/// `None` for an error that is coord's own failure.
+/// Why a lock refusal denies the tool call (holder, since, task, queue); `None`: coord's failure.
 fn deny_reason(
     ws: &Workspace,
     agent: &AgentId,

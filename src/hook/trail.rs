@@ -98,8 +98,7 @@ fn keep_first_prompt(ws: &Workspace, agent: &AgentId, call: &HookCall) {
     }
 }
 
-/// A prompt as one short line, without Gemini CLI's `<hook_context>…</hook_context>`, cut at
-/// [`PROMPT_CHARS`] with `…`.
+/// A prompt as one line, without Gemini CLI's `<hook_context>…</hook_context>`, cut with `…`.
 fn short_prompt(text: &str) -> String {
     let mut text = text.trim_start();
     while let Some(rest) = text.strip_prefix("<hook_context>") {

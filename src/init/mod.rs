@@ -102,8 +102,7 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     })
 }
 
-/// The text files `clients` get coord's block in, as (file, begin, end, block): the
-/// instructions, then `.gitignore`.
+/// The text files `clients` get coord's block in (file, begin, end, block), `.gitignore` last.
 fn texts(clients: &[Client]) -> Vec<(&'static str, &'static str, &'static str, String)> {
     let docs = clients.iter().filter_map(|c| c.adapter().instruction_file);
     let docs = std::iter::once("AGENTS.md").chain(docs);
@@ -200,8 +199,7 @@ fn has_command(hook: &Value, test: impl Fn(&str) -> bool) -> bool {
         .any(|k| hook.get(*k).and_then(Value::as_str).is_some_and(&test))
 }
 
-/// Whether a hook group (or entry), or a hook in it, has a `command` or `bash` line that
-/// `test` accepts.
+/// Whether a hook group (or entry), or a hook in it, has a `command` or `bash` `test` accepts.
 fn any_command(group: &Value, test: impl Fn(&str) -> bool) -> bool {
     let hooks = group.get("hooks").and_then(Value::as_array);
     has_command(group, &test) || hooks.is_some_and(|hs| hs.iter().any(|h| has_command(h, &test)))
@@ -406,8 +404,7 @@ pub(crate) fn pretty_json(value: &impl Serialize) -> Vec<u8> {
     text.into_bytes()
 }
 
-/// The real file behind `rel`: a link inside the root is followed; `Err(why)` for a link that
-/// leaves the root (left alone).
+/// The real file behind `rel`, a link inside the root followed; `Err(why)`: a link leaving it.
 fn resolve(root: &Path, rel: &str) -> std::result::Result<PathBuf, String> {
     let path = root.join(rel);
     if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
