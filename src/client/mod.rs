@@ -839,8 +839,6 @@ pub struct HookCall {
     pub files: Option<Vec<String>>,
     /// The command, when the tool is the client's shell.
     pub shell: Option<Shell>,
-    /// A `Stop` that the client already continued once because of a hook.
-    pub stop_hook_active: bool,
     /// The client runs with nobody at it (`claude -p`, `codex exec`: see
     /// [`crate::identity::headless`]; set by the caller): the end of its turn asks no one.
     pub headless: bool,
@@ -908,10 +906,6 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         tool,
         files,
         shell,
-        stop_hook_active: value
-            .get("stop_hook_active")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
         headless: false,
         event,
         fault: read.fault,

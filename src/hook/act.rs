@@ -63,7 +63,8 @@ pub fn handle(
             Ok(Reply::Allow)
         }
         Kind::SessionStart => session_start(ws, agent, call.client, owner.map(|o| o.pid)),
-        Kind::Stop => stop(ws, agent, call.stop_hook_active),
+        // A stop the client already continued once because of a hook.
+        Kind::Stop => stop(ws, agent, call.payload["stop_hook_active"] == true),
         Kind::SessionEnd => {
             stamp::shutdown(ws, agent, Scope::Client)?;
             Ok(Reply::Allow)
