@@ -341,7 +341,7 @@ pub(super) struct ClientTrust {
 impl ClientTrust {
     pub(super) fn of(client: Client, root: &Path) -> ClientTrust {
         let a = client.adapter();
-        let t = a.trust(root);
+        let (t, step) = a.trust(root);
         let (shell_git_hooks, shell_git_hooks_why) = a.shell_git_hooks;
         ClientTrust {
             shell_git_hooks,
@@ -350,7 +350,7 @@ impl ClientTrust {
             product: a.product,
             hooks_run: t.hooks_run,
             why: t.why,
-            step: a.trust_step(root),
+            step,
             modes: a.trust_modes,
         }
     }

@@ -224,19 +224,15 @@ impl Adapter {
             .collect()
     }
 
-    /// Whether the client will run the hooks of `root`, as far as its config shows.
-    pub fn trust(&self, root: &Path) -> Trust {
+    /// Whether the client will run the hooks of `root`, as far as its config shows, and the one
+    /// step that makes it.
+    pub fn trust(&self, root: &Path) -> (Trust, String) {
         match self.gate {
-            Gate::Open(why, _) => Trust::new(HooksRun::Yes, why),
-            Gate::Config(trust, _) => trust(root).unwrap_or_else(|early| early),
-        }
-    }
-
-    /// The one step that makes the client run this folder's hooks.
-    pub fn trust_step(&self, root: &Path) -> String {
-        match self.gate {
-            Gate::Open(_, step) => step.replace("{root}", &root.display().to_string()),
-            Gate::Config(_, step) => step(root),
+            Gate::Open(why, step) => (
+                Trust::new(HooksRun::Yes, why),
+                step.replace("{root}", &root.display().to_string()),
+            ),
+            Gate::Config(trust, step) => (trust(root).unwrap_or_else(|early| early), step(root)),
         }
     }
 
