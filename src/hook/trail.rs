@@ -138,15 +138,7 @@ fn waits(call: &HookCall, reply: Option<&Reply>) -> Option<Option<String>> {
             .filter(|s| !s.trim().is_empty())
             .map(str::to_string)
     };
-    let event = call.event.as_str();
-    let permission = || {
-        let tool = text(&["tool_name", "toolName"]);
-        Some(Some(match tool {
-            Some(t) => format!("permission to use {t}"),
-            None => text(&["message", "title"]).unwrap_or_else(|| "a permission".into()),
-        }))
-    };
-    match (call.client, event) {
+    match (call.client, call.event.as_str()) {
         (Client::Claude | Client::Gemini, "Notification") | (Client::Copilot, "notification") => {
             let kind = text(&["notification_type", "notificationType"]).unwrap_or_default();
             match kind.as_str() {
@@ -159,7 +151,12 @@ fn waits(call: &HookCall, reply: Option<&Reply>) -> Option<Option<String>> {
             }
         }
         (Client::Claude | Client::Codex, "PermissionRequest")
-        | (Client::Copilot, "permissionRequest") => permission(),
+        | (Client::Copilot, "permissionRequest") => {
+            Some(Some(match text(&["tool_name", "toolName"]) {
+                Some(t) => format!("permission to use {t}"),
+                None => text(&["message", "title"]).unwrap_or_else(|| "a permission".into()),
+            }))
+        }
         _ if prompted(call) => Some(None),
         _ => None,
     }
