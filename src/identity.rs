@@ -45,6 +45,13 @@ pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
     AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
 }
 
+/// The agent of a client whose payload carries no session id: the client process that ran the
+/// hook stands for the session (`copilot-p4242`; past the `sh -c` it may run hooks through).
+pub fn agent_for_parent(client: Client) -> Option<AgentId> {
+    let pid = hook_client_process().map_or_else(host::invoker, |p| p.pid);
+    AgentId::parse(&format!("{}-p{pid}", client.as_str())).ok()
+}
+
 fn is_uuid_v7(id: &str) -> bool {
     let groups: Vec<&str> = id.split('-').collect();
     groups.len() == 5
@@ -94,8 +101,7 @@ pub struct Session {
     pub process: Option<ClientProcess>,
 }
 
-/// One registration file, as read: the session it names (found by the process tree), its
-/// process and its host.
+/// One registration file, as read: the session it names, its process and its host.
 fn registration(path: &Path) -> Option<(Session, ClientProcess, String)> {
     let bytes = fsutil::read_capped(path, RECORD_CAP).ok()?;
     let rec = Record::parse(&String::from_utf8_lossy(&bytes));
@@ -208,16 +214,13 @@ pub fn hook_client_process() -> Option<ClientProcess> {
         .flatten()
 }
 
-/// Whether the client `process` runs with nobody at it ([`crate::client::Adapter::headless`]);
-/// `false` when coord cannot tell.
+/// Whether the client `process` runs with nobody at it (`Adapter::headless`); `false`: unknown.
 pub fn headless(client: Client, process: ClientProcess) -> bool {
     let Some(args) = host::command_line(process.pid) else {
         return false;
     };
     let args = args.get(1..).unwrap_or_default();
-    client
-        .adapter()
-        .headless(args, host::stdin_is_terminal(process.pid))
+    (client.adapter().headless)(args, host::stdin_is_terminal(process.pid))
 }
 
 const SHELLS: [&str; 9] = [
@@ -345,7 +348,7 @@ mod tests {
         ] {
             let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
             assert_eq!(
-                client.adapter().headless(&args, stdin),
+                (client.adapter().headless)(&args, stdin),
                 want,
                 "{client:?} {args:?}"
             );

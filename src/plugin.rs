@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::adopt;
-use crate::client::{COORD, Client, HookSet, HookStyle, PluginKind};
+use crate::client::{COORD, Client, HookSet, HookStyle, McpStyle, PluginKind, Wire};
 use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::init;
@@ -53,9 +53,9 @@ impl Spec {
         format!("exec {} {rest} {FLAG}", crate::shell::arg(&self.coord))
     }
 
-    /// `{"mcpServers": {"coord": {command, args}}}`.
-    pub fn mcp_servers(&self) -> Value {
-        json!({"coord": {"command": self.coord, "args": ["mcp", FLAG]}})
+    /// The `coord mcp` server the plugin runs, in `style`.
+    fn mcp(&self, style: McpStyle) -> Value {
+        style.server(&[&self.coord, "mcp", FLAG]).1
     }
 
     /// `{"hooks": {...}}` (with `version` in Copilot's style) for `set`, run by the plugin.
@@ -157,17 +157,22 @@ fn about(extra: Vec<Value>) -> Value {
 /// `client`'s plugin in `folder`, when coord writes one: its files, and what it is.
 fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Written)> {
     let adapter = client.adapter();
-    let hooks = adapter.hooks();
+    // The hooks as the client's project file lays them out.
+    let style = adapter.wiring.iter().find_map(|w| match *w {
+        Wire::Json(_, _, style, _) => style,
+        _ => None,
+    });
+    let hooks = style.map(|style| spec.hooks_json(&adapter.hooks(), style));
     let version = env!("CARGO_PKG_VERSION");
     let shown = folder.display().to_string();
     let (name, dir) = (adapter.name, crate::shell::arg(&shown));
+    let servers = json!({"coord": spec.mcp(McpStyle::Servers)});
     let (files, install, uninstall) = match adapter.plugin? {
         PluginKind::Marketplace {
             marketplace,
             codex,
             manifest,
             paths,
-            hooks: style,
         } => {
             let market = if codex {
                 json!({
@@ -200,11 +205,8 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
             let files = vec![
                 json_file(marketplace, &market),
                 json_file(manifest, &man),
-                json_file("coord/hooks/hooks.json", &spec.hooks_json(&hooks, style)),
-                json_file(
-                    "coord/.mcp.json",
-                    &json!({"mcpServers": spec.mcp_servers()}),
-                ),
+                json_file("coord/hooks/hooks.json", &hooks?),
+                json_file("coord/.mcp.json", &json!({"mcpServers": servers})),
                 ("coord/skills/coord/SKILL.md", skill().into_bytes()),
             ];
             // Codex names the plugin commands `add` and `remove`.
@@ -224,14 +226,14 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
             ];
             (files, install, uninstall)
         }
-        PluginKind::Extension { manifest, context } => {
+        PluginKind::Extension(manifest) => {
+            let context = adapter.instruction_file?;
             let man = about(vec![
-                json!({"contextFileName": context, "mcpServers": spec.mcp_servers()}),
+                json!({"contextFileName": context, "mcpServers": servers}),
             ]);
-            let style = HookStyle::Claude { named: true };
             let files = vec![
                 json_file(manifest, &man),
-                json_file("hooks/hooks.json", &spec.hooks_json(&hooks, style)),
+                json_file("hooks/hooks.json", &hooks?),
                 (context, format!("{}\n", init::INSTRUCTIONS).into_bytes()),
             ];
             let install = vec![format!("{name} extensions install {dir}")];
@@ -248,15 +250,9 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
                 json!({"private": true, "type": "module"}),
                 serde_json::from_str(package).unwrap_or_default(),
             ]);
-            let mcp = mcp.then(|| {
-                json!({
-                    "type": "local",
-                    "command": [spec.coord, "mcp", FLAG],
-                    "enabled": true,
-                })
-            });
+            let mcp = mcp.then(|| spec.mcp(McpStyle::Opencode));
             let template = adapter.wiring.iter().find_map(|w| match w {
-                crate::client::Wire::Generated(_, content) => Some(*content),
+                Wire::Generated(_, content) => Some(*content),
                 _ => None,
             })?;
             let js = script(template, adapter.name, spec, mcp.as_ref());
@@ -312,8 +308,7 @@ pub enum Gate {
     Wired,
 }
 
-/// Decide what a `--plugin` call does in `ws` (for `client`'s hooks; `None` for the MCP
-/// server), reading only: nothing is written.
+/// What a `--plugin` call does in `ws` (for `client`'s hooks; `None`: the MCP server); reads only.
 pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
     let root = ws.root();
     let repository = crate::worktree::repository_dir(root);

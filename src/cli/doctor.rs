@@ -8,8 +8,8 @@ use clap::Args;
 use serde::Serialize;
 
 use coord::arbiter::doctor::{self, Diagnosis};
+use coord::client::Client;
 use coord::error::Refusal;
-use coord::hook::Client;
 use coord::workspace::Workspace;
 use coord::{Error, ExitCode, clock};
 

@@ -7,8 +7,9 @@ use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 use coord::ExitCode;
+use coord::client::{self, Client, Kind, Reply};
 use coord::clock;
-use coord::hook::{self, Client, Kind, Reply, act};
+use coord::hook::{self, act};
 use coord::identity;
 use coord::plugin;
 use coord::workspace::Workspace;
@@ -58,7 +59,7 @@ pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 output::diag(reason);
                 return Ok(ExitCode::Passthrough(2));
             }
-            if let Some(text) = hook::render(client, &reply) {
+            if let Some(text) = client::render(client, &reply) {
                 output::line(&text);
             }
         }
@@ -82,9 +83,9 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
             output::diag(&format!("warning: {e}; waiting {default}"));
             act::DEFAULT_WAIT
         });
-    let input = super::read_stdin(hook::PAYLOAD_CAP)
+    let input = super::read_stdin(client::PAYLOAD_CAP)
         .map_err(|e| anyhow::anyhow!("cannot read the event from stdin: {e}"))?;
-    let mut call = hook::parse(client, &input, args.event.as_deref())?;
+    let mut call = client::parse(client, &input, args.event.as_deref())?;
     // The folder the client works in: a payload naming one that is not there (a folder
     // removed, a payload from elsewhere) is answered with a warning, never with a workspace
     // made in whatever folder this process happens to run in.
@@ -105,8 +106,8 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     // Else the session's own agent (from the payload: it names the session this very call
     // belongs to).
     let of_session = || match call.session_id.as_deref() {
-        Some(sid) => hook::agent_for(client, sid),
-        None => hook::agent_for_parent(client),
+        Some(sid) => identity::agent_for(client, sid),
+        None => identity::agent_for_parent(client),
     };
     let agent = (explicit.clone().or_else(of_session)).context(
         "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT",
@@ -160,7 +161,7 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
         super::remote::start_renewer(&ws);
     }
     super::remote::start_sync_if_working_on_changed(&ws);
-    hook::trail::record(&ws, &agent, &call, &input, &cwd, reply.as_ref().ok());
+    hook::trail::record(&ws, &agent, &call, &cwd, reply.as_ref().ok());
     if let Some((sid, process)) = session
         && call.kind == Kind::SessionEnd
     {

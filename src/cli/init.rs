@@ -6,8 +6,8 @@ use clap::Args;
 use clap::builder::TypedValueParser;
 
 use coord::ExitCode;
+use coord::client::Client;
 use coord::client::HooksRun;
-use coord::hook::Client;
 use coord::init;
 use coord::workspace::Workspace;
 
@@ -150,7 +150,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     for c in &plan.changes {
         output::line(&format!("{}: {}", verb(c.action), c.file));
         if args.dry_run {
-            for l in String::from_utf8_lossy(&c.content).lines() {
+            for l in String::from_utf8_lossy(c.content.as_deref().unwrap_or_default()).lines() {
                 output::line(&format!("  | {l}"));
             }
         }
@@ -341,7 +341,7 @@ pub(super) struct ClientTrust {
 impl ClientTrust {
     pub(super) fn of(client: Client, root: &Path) -> ClientTrust {
         let a = client.adapter();
-        let t = a.trust(root);
+        let (t, step) = a.trust(root);
         let (shell_git_hooks, shell_git_hooks_why) = a.shell_git_hooks;
         ClientTrust {
             shell_git_hooks,
@@ -350,7 +350,7 @@ impl ClientTrust {
             product: a.product,
             hooks_run: t.hooks_run,
             why: t.why,
-            step: a.trust_step(root),
+            step,
             modes: a.trust_modes,
         }
     }

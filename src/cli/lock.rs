@@ -2,8 +2,8 @@
 
 use clap::Args;
 
+use coord::client::Client;
 use coord::clock;
-use coord::hook::Client;
 use coord::lock::{self, ClientSession, DEFAULT_TTL, LockRequest, Owner, Reach};
 use coord::session::{SESSION_ENV, SESSION_PID_ENV};
 use coord::{Error, ExitCode};

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use coord::ExitCode;
-use coord::hook::Client;
+use coord::client::Client;
 use coord::plugin;
 
 use super::init::client_choice;
@@ -58,7 +58,7 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let (all, clients) = super::init::chosen(&client);
     let spec = plugin::Spec::current()?;
     if !all && let Some(c) = clients.iter().find(|c| !c.adapter().has_plugin()) {
-        let (product, name) = (c.product(), c.as_str());
+        let (product, name) = (c.adapter().product, c.as_str());
         let why = format!(
             "coord writes no plugin for {product}; wire it in each repository with `coord init --client {name}`"
         );

@@ -85,8 +85,7 @@ pub const COORD: &str = "coord";
 /// One client's hook registrations: event, matcher, command.
 pub type HookSet = Vec<(&'static str, Option<&'static str>, String)>;
 
-/// The command a registration runs: `coord hook CLIENT`, with `--event NAME` for clients whose
-/// payload does not name its event.
+/// `coord hook CLIENT`, with `--event NAME` for clients whose payload does not name its event.
 pub fn command(client: &str, event: Option<&str>) -> String {
     match event {
         Some(e) => format!("{COORD} hook {client} --event {e}"),
@@ -113,16 +112,24 @@ pub(crate) enum McpStyle {
     Opencode,
 }
 
-/// One file `coord init` writes for a client: JSON (`comments`: with comments) with hooks and/or
-/// the MCP server, Codex's TOML config, or a plugin file written whole, known by [`MARKER`].
+impl McpStyle {
+    /// The key servers are listed under, and the entry of the server that runs `argv`.
+    pub(crate) fn server(self, argv: &[&str]) -> (&'static str, Value) {
+        match self {
+            McpStyle::Servers => ("mcpServers", json!({"command": argv[0], "args": argv[1..]})),
+            McpStyle::Opencode => (
+                "mcp",
+                json!({"type": "local", "command": argv, "enabled": true}),
+            ),
+        }
+    }
+}
+
+/// One file `coord init` writes for a client: JSON (file, with comments, hooks, MCP server),
+/// Codex's TOML config, or a plugin file written whole (file, content), known by [`MARKER`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wire {
-    Json {
-        file: &'static str,
-        comments: bool,
-        hooks: Option<HookStyle>,
-        mcp: Option<McpStyle>,
-    },
+    Json(&'static str, bool, Option<HookStyle>, Option<McpStyle>),
     CodexToml(&'static str),
     Generated(&'static str, &'static str),
 }
@@ -130,29 +137,15 @@ pub(crate) enum Wire {
 const CLAUDE_STYLE: HookStyle = HookStyle::Claude { named: false };
 
 impl Wire {
-    const fn json(
-        file: &'static str,
-        comments: bool,
-        hooks: Option<HookStyle>,
-        mcp: Option<McpStyle>,
-    ) -> Wire {
-        Wire::Json {
-            file,
-            comments,
-            hooks,
-            mcp,
-        }
-    }
-
     /// Hooks alone, in plain JSON.
     const fn hooks(file: &'static str, style: HookStyle) -> Wire {
-        Wire::json(file, false, Some(style), None)
+        Wire::Json(file, false, Some(style), None)
     }
 
     /// Named hooks and the MCP server, in JSON with comments (Gemini CLI, Qwen Code).
     const fn settings(file: &'static str) -> Wire {
         let named = HookStyle::Claude { named: true };
-        Wire::json(file, true, Some(named), Some(McpStyle::Servers))
+        Wire::Json(file, true, Some(named), Some(McpStyle::Servers))
     }
 }
 
@@ -160,9 +153,10 @@ impl Wire {
 pub const MARKER: &str = "coord:generated";
 
 /// What a client's user-level plugin (`coord plugin write`) is: a marketplace folder holding
-/// `coord/` (`codex`: Codex's layout; `paths`: named in the manifest), an extension folder, or
-/// a JS plugin package (`package` keys; `mcp`: it adds the MCP server; the client's own commands
-/// that install it from its folder, `{dir}`, and remove it).
+/// `coord/` (`codex`: Codex's layout; `paths`: named in the manifest), an extension folder (its
+/// manifest; the instructions file is its context), or a JS plugin package (`package` keys;
+/// `mcp`: it adds the MCP server; the client's own commands that install it from its folder,
+/// `{dir}`, and remove it).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum PluginKind {
     Marketplace {
@@ -170,12 +164,8 @@ pub(crate) enum PluginKind {
         codex: bool,
         manifest: &'static str,
         paths: Option<[&'static str; 3]>,
-        hooks: HookStyle,
     },
-    Extension {
-        manifest: &'static str,
-        context: &'static str,
-    },
+    Extension(&'static str),
     Js {
         package: &'static str,
         mcp: bool,
@@ -208,7 +198,9 @@ pub struct Adapter {
     pub(crate) approvals: Option<&'static str>,
     /// What other modes do where the trust gate applies only to interactive sessions.
     pub trust_modes: Option<&'static str>,
-    headless: fn(&[String], Option<bool>) -> bool,
+    /// Whether a client process started with `args` (after the program; and whether its input
+    /// is a terminal) runs without anyone at it: one prompt, then it exits (`claude -p`).
+    pub(crate) headless: fn(&[String], Option<bool>) -> bool,
     /// The command's names on `PATH`, when not just [`Adapter::name`].
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<PluginKind>,
@@ -232,26 +224,16 @@ impl Adapter {
             .collect()
     }
 
-    /// Whether the client will run the hooks of `root`, as far as its config shows.
-    pub fn trust(&self, root: &Path) -> Trust {
+    /// Whether the client will run the hooks of `root`, as far as its config shows, and the one
+    /// step that makes it.
+    pub fn trust(&self, root: &Path) -> (Trust, String) {
         match self.gate {
-            Gate::Open(why, _) => Trust::new(HooksRun::Yes, why),
-            Gate::Config(trust, _) => trust(root).unwrap_or_else(|early| early),
+            Gate::Open(why, step) => (
+                Trust::new(HooksRun::Yes, why),
+                step.replace("{root}", &root.display().to_string()),
+            ),
+            Gate::Config(trust, step) => (trust(root).unwrap_or_else(|early| early), step(root)),
         }
-    }
-
-    /// The one step that makes the client run this folder's hooks.
-    pub fn trust_step(&self, root: &Path) -> String {
-        match self.gate {
-            Gate::Open(_, step) => step.replace("{root}", &root.display().to_string()),
-            Gate::Config(_, step) => step(root),
-        }
-    }
-
-    /// Whether a client process started with `args` (after the program) runs without anyone at
-    /// it: one prompt, then it exits (`claude -p`, `codex exec`).
-    pub fn headless(&self, args: &[String], stdin_terminal: Option<bool>) -> bool {
-        (self.headless)(args, stdin_terminal)
     }
 
     /// Whether coord writes a user-level plugin for it (`coord plugin write`).
@@ -259,10 +241,9 @@ impl Adapter {
         self.plugin.is_some()
     }
 
-    /// Whether `coord init` wired this client in `root` (its first wired file, where its hooks
-    /// are, runs `coord hook NAME`).
+    /// Whether `coord init` wired this client in `root`: its first file runs `coord hook NAME`.
     pub fn wired(&self, root: &Path) -> bool {
-        let (Wire::Json { file, .. } | Wire::CodexToml(file) | Wire::Generated(file, _)) =
+        let (Wire::Json(file, ..) | Wire::CodexToml(file) | Wire::Generated(file, _)) =
             self.wiring[0];
         crate::fsutil::read_capped(&root.join(file), 16 * 1024 * 1024)
             .ok()
@@ -353,11 +334,6 @@ impl Client {
             })
     }
 
-    /// The client's product name.
-    pub fn product(self) -> &'static str {
-        self.adapter().product
-    }
-
     /// The client named `name`.
     pub fn parse(name: &str) -> Option<Client> {
         Client::ALL.iter().copied().find(|c| c.as_str() == name)
@@ -410,7 +386,7 @@ const BASE: Adapter = Adapter {
     gate: Gate::Config(|_| Ok(Trust::new(HooksRun::Unknown, "")), |_| String::new()),
 };
 
-const MCP_JSON: Wire = Wire::json(".mcp.json", false, None, Some(McpStyle::Servers));
+const MCP_JSON: Wire = Wire::Json(".mcp.json", false, None, Some(McpStyle::Servers));
 
 const CLAUDE_TOOLS: Option<&str> = Some("Edit|Write|MultiEdit|NotebookEdit|Bash");
 
@@ -447,7 +423,6 @@ const CLAUDE: Adapter = Adapter {
         codex: false,
         manifest: "coord/.claude-plugin/plugin.json",
         paths: None,
-        hooks: CLAUDE_STYLE,
     }),
     gate: Gate::Config(trust::claude, trust::claude_step),
     ..BASE
@@ -481,7 +456,6 @@ const CODEX: Adapter = Adapter {
         codex: true,
         manifest: "coord/.codex-plugin/plugin.json",
         paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
-        hooks: CLAUDE_STYLE,
     }),
     gate: Gate::Config(trust::codex, trust::codex_step),
     ..BASE
@@ -526,10 +500,7 @@ const GEMINI: Adapter = Adapter {
         !has_option(args, "-i", "--prompt-interactive")
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
-    plugin: Some(PluginKind::Extension {
-        manifest: "gemini-extension.json",
-        context: "GEMINI.md",
-    }),
+    plugin: Some(PluginKind::Extension("gemini-extension.json")),
     gate: Gate::Config(trust::gemini, trust::gemini_step),
     ..BASE
 };
@@ -581,7 +552,6 @@ const COPILOT: Adapter = Adapter {
         codex: false,
         manifest: "coord/.github/plugin/plugin.json",
         paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
-        hooks: HookStyle::Copilot,
     }),
     gate: Gate::Config(trust::copilot, trust::copilot_step),
     ..BASE
@@ -610,10 +580,7 @@ const QWEN: Adapter = Adapter {
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("directory")),
     instruction_file: Some("QWEN.md"),
     wiring: &[Wire::settings(".qwen/settings.json")],
-    plugin: Some(PluginKind::Extension {
-        manifest: "qwen-extension.json",
-        context: "QWEN.md",
-    }),
+    plugin: Some(PluginKind::Extension("qwen-extension.json")),
     gate: Gate::Config(trust::qwen, trust::qwen_step),
     ..BASE
 };
@@ -644,7 +611,7 @@ const OPENCODE: Adapter = Adapter {
     render: render_plugin,
     wiring: &[
         Wire::Generated(".opencode/plugin/coord.js", OPENCODE_PLUGIN),
-        Wire::json("opencode.json", true, None, Some(McpStyle::Opencode)),
+        Wire::Json("opencode.json", true, None, Some(McpStyle::Opencode)),
     ],
     plugin: Some(PluginKind::Js {
         package: r#"{"main": "coord.js"}"#,
@@ -746,7 +713,7 @@ const CURSOR: Adapter = Adapter {
     shell_git_hooks: EDITOR_GIT,
     wiring: &[
         Wire::hooks(".cursor/hooks.json", HookStyle::Flat { version: true }),
-        Wire::json(".cursor/mcp.json", false, None, Some(McpStyle::Servers)),
+        Wire::Json(".cursor/mcp.json", false, None, Some(McpStyle::Servers)),
     ],
     executables: &["cursor-agent", "cursor"],
     gate: Gate::Open(
@@ -868,14 +835,14 @@ pub struct HookCall {
     pub files: Option<Vec<String>>,
     /// The command, when the tool is the client's shell.
     pub shell: Option<Shell>,
-    /// A `Stop` that the client already continued once because of a hook.
-    pub stop_hook_active: bool,
     /// The client runs with nobody at it (`claude -p`, `codex exec`: see
     /// [`crate::identity::headless`]; set by the caller): the end of its turn asks no one.
     pub headless: bool,
     /// Why the payload is not JSON, when it is not: it was read only in part (see
     /// `payload`), and is judged on what it names without anything being written.
     pub fault: Option<String>,
+    /// The payload as read (in the shape coord reads, for clients shaped otherwise).
+    pub payload: Value,
 }
 
 /// Whether `args` hold one of the options `short` and `long` (`--long=VALUE` too).
@@ -935,13 +902,10 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         tool,
         files,
         shell,
-        stop_hook_active: value
-            .get("stop_hook_active")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
         headless: false,
         event,
         fault: read.fault,
+        payload: value,
     })
 }
 
@@ -951,8 +915,7 @@ pub fn render(client: Client, reply: &Reply) -> Option<String> {
     serde_json::to_string(&value).ok()
 }
 
-/// A tool's arguments as an object: a JSON string (Copilot CLI) is decoded as far as it can be;
-/// anything else undecodable is `Null`.
+/// A tool's arguments as an object (a JSON string, as Copilot CLI sends, decoded); else `Null`.
 fn args_object(input: &Value) -> Value {
     match input {
         Value::String(s) => payload::read(s.as_bytes())

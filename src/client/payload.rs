@@ -187,8 +187,7 @@ impl Reader<'_> {
             .ok_or(None)
     }
 
-    /// The string starting at `"`; `Err` when the input ends inside it or an escape is not
-    /// JSON's.
+    /// The string at `"`; `Err` when the input ends inside it or an escape is not JSON's.
     fn string(&mut self) -> Result<String, ()> {
         self.i += 1;
         let mut out: Vec<u8> = Vec::new();

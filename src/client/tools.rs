@@ -19,8 +19,7 @@ pub fn path_of(input: &Value, keys: &[&str]) -> Option<Vec<String>> {
     Some(str_field(&args_object(input), keys).into_iter().collect())
 }
 
-/// The shell call of a tool named `name` whose arguments hold the command under `command`
-/// (and the folder under `dir_key`).
+/// The shell call of a tool named `name`: the command under `command`, the folder under `dir_key`.
 pub fn shell_call(tool: &str, name: &str, input: &Value, dir_key: Option<&str>) -> Option<Shell> {
     if tool != name {
         return None;
@@ -69,8 +68,7 @@ pub fn codex_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
     Some(patch::paths(&text.and_then(lines).unwrap_or_default()))
 }
 
-/// Copilot CLI: `edit`, `create`, `str_replace_editor` (every command but `view` writes) and
-/// `apply_patch`.
+/// Copilot CLI: `edit`, `create`, `str_replace_editor` (all but `view` write), `apply_patch`.
 pub fn copilot_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
     let keys = &["path", "file_path", "filePath"];
     match tool {
@@ -106,8 +104,7 @@ pub fn cline_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
     }
 }
 
-/// Cline's `run_commands` runs each of `commands` in the workspace: read as one script, a
-/// line each.
+/// Cline's `run_commands`: each of its `commands` runs in the workspace, read as one script.
 pub fn cline_shell(tool: &str, input: &Value) -> Option<Shell> {
     if tool != "run_commands" {
         return None;

@@ -213,8 +213,7 @@ fn gemini_dir() -> Option<PathBuf> {
     dir_from_env("GEMINI_CLI_HOME", "").map(|h| h.join(".gemini"))
 }
 
-/// The trusted-folders file of Gemini CLI or Qwen Code: `var`, else `trustedFolders.json` in
-/// the client's folder `dir`.
+/// Gemini CLI's or Qwen Code's trusted-folders file: `var`, else `trustedFolders.json` in `dir`.
 fn trusted_folders(var: &str, dir: Option<PathBuf>) -> Option<PathBuf> {
     env_path(var).or_else(|| dir.map(|d| d.join("trustedFolders.json")))
 }
@@ -303,8 +302,7 @@ pub fn gemini(root: &Path) -> Verdict {
     })
 }
 
-/// Copilot's config: `$COPILOT_HOME/config.json`, else `~/.copilot/config.json` (JSON with
-/// comments: Copilot writes a `//` header into it).
+/// Copilot's config (JSON with comments): `$COPILOT_HOME/config.json`, else `~/.copilot/`'s.
 fn copilot_config() -> Option<PathBuf> {
     dir_from_env("COPILOT_HOME", ".copilot").map(|d| d.join("config.json"))
 }

@@ -14,7 +14,7 @@ use crate::status;
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::gitcmd::{self, GitAction};
-use super::{Client, HookCall, Kind, Reply};
+use crate::client::{Client, HookCall, Kind, Reply};
 use crate::guard;
 use crate::history;
 use crate::shelledit;
@@ -63,7 +63,8 @@ pub fn handle(
             Ok(Reply::Allow)
         }
         Kind::SessionStart => session_start(ws, agent, call.client, owner.map(|o| o.pid)),
-        Kind::Stop => stop(ws, agent, call.stop_hook_active),
+        // A stop the client already continued once because of a hook.
+        Kind::Stop => stop(ws, agent, call.payload["stop_hook_active"] == true),
         Kind::SessionEnd => {
             stamp::shutdown(ws, agent, Scope::Client)?;
             Ok(Reply::Allow)
@@ -290,7 +291,7 @@ fn request(
         reason: Some(format!(
             "{} in {}",
             call.tool.as_deref().unwrap_or("an edit"),
-            call.client.product()
+            call.client.adapter().product
         )),
         owner: owner.cloned(),
         claims: Vec::new(),
@@ -298,8 +299,7 @@ fn request(
     }
 }
 
-/// The denial for a holder of `targets` seen without taking the lock ([`lock::seen_holder`]),
-/// with `why` after the reason; `None`: no holder.
+/// The denial for a holder of `targets` seen without locking, `why` after it; `None`: no holder.
 fn deny_seen(
     ws: &Workspace,
     agent: &AgentId,
@@ -321,8 +321,7 @@ fn deny_seen(
     }))
 }
 
-/// Why a lock refusal denies the tool call: holder, since when, what they work on, the queue.
-/// `None` for an error that is coord's own failure.
+/// Why a lock refusal denies the tool call (holder, since, task, queue); `None`: coord's failure.
 fn deny_reason(
     ws: &Workspace,
     agent: &AgentId,
@@ -488,7 +487,7 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
         "coord: you are agent `{me}` in the shared folder {}. {} locks each file you edit for you; \
          an edit of a file another agent holds is refused, naming the holder. Your locks are released when your turn ends.",
         st.root,
-        client.product()
+        client.adapter().product
     )];
     let mut list = |head: &str, items: Vec<String>| {
         if !items.is_empty() {

@@ -5,20 +5,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Client, HookCall, Kind, Reply};
+use crate::client::{Client, HookCall, Kind, Reply};
 use crate::history::{self, Event};
 use crate::layout;
 use crate::workspace::{AgentId, Workspace};
 
 /// After the call was handled (`reply`, `None` when coord failed): record what it did.
-pub fn record(
-    ws: &Workspace,
-    agent: &AgentId,
-    call: &HookCall,
-    payload: &[u8],
-    cwd: &Path,
-    reply: Option<&Reply>,
-) {
+pub fn record(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path, reply: Option<&Reply>) {
     let root = ws.root();
     let edit = match (call.kind, reply) {
         (Kind::BeforeTool, Some(Reply::Deny(why))) => Some((history::Kind::EditDenied, Some(why))),
@@ -53,11 +46,11 @@ pub fn record(
             );
         }
     }
-    if let Some(what) = waits(call, payload, reply) {
+    if let Some(what) = waits(call, reply) {
         history::set_needs_user(root, agent.id(), what.as_deref());
     }
     if prompted(call) {
-        keep_first_prompt(ws, agent, call.client, payload);
+        keep_first_prompt(ws, agent, call);
     }
 }
 
@@ -74,7 +67,7 @@ fn prompted(call: &HookCall) -> bool {
 const PROMPT_CHARS: usize = 40;
 
 /// Keep the session's first prompt in its presence, once (best effort: a label, nothing more).
-fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &[u8]) {
+fn keep_first_prompt(ws: &Workspace, agent: &AgentId, call: &HookCall) {
     let had = crate::presence::read(ws.root(), agent.id())
         .ok()
         .flatten()
@@ -82,15 +75,15 @@ fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &
     if had {
         return;
     }
-    let Some(prompt) = crate::client::payload::read(payload)
-        .ok()
-        .and_then(|p| p.value.get("prompt")?.as_str().map(short_prompt))
-        .filter(|p| !p.is_empty())
-    else {
+    let prompt = call.payload.get("prompt").and_then(Value::as_str);
+    let Some(prompt) = prompt.map(short_prompt).filter(|p| !p.is_empty()) else {
         return;
     };
     let update = crate::presence::Update {
-        extras: vec![("client", client.as_str().to_string()), ("prompt", prompt)],
+        extras: vec![
+            ("client", call.client.as_str().to_string()),
+            ("prompt", prompt),
+        ],
         ..Default::default()
     };
     let write = || -> crate::Result<()> {
@@ -103,8 +96,7 @@ fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &
     }
 }
 
-/// A prompt as one short line, without Gemini CLI's `<hook_context>…</hook_context>`, cut at
-/// [`PROMPT_CHARS`] with `…`.
+/// A prompt as one line, without Gemini CLI's `<hook_context>…</hook_context>`, cut with `…`.
 fn short_prompt(text: &str) -> String {
     let mut text = text.trim_start();
     while let Some(rest) = text.strip_prefix("<hook_context>") {
@@ -126,7 +118,7 @@ fn short_prompt(text: &str) -> String {
 
 /// `Some(Some(what))`: the client now waits for its user; `Some(None)`: it no longer does;
 /// `None`: nothing changed.
-fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Option<String>> {
+fn waits(call: &HookCall, reply: Option<&Reply>) -> Option<Option<String>> {
     match call.kind {
         Kind::BeforeTool | Kind::AfterTool | Kind::SessionStart | Kind::SessionEnd => {
             return Some(None);
@@ -138,26 +130,13 @@ fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Optio
         Kind::Stop => return Some(Some("its turn is over: waiting for a prompt".into())),
         Kind::Other => {}
     }
-    // Read again only for the events that say what the client waits for (never a tool's
-    // payload, which may carry a whole file).
-    let value = crate::client::payload::read(payload)
-        .map(|p| p.value)
-        .unwrap_or(Value::Null);
     let text = |keys: &[&str]| {
         keys.iter()
-            .find_map(|k| value.get(*k).and_then(Value::as_str))
+            .find_map(|k| call.payload.get(*k).and_then(Value::as_str))
             .filter(|s| !s.trim().is_empty())
             .map(str::to_string)
     };
-    let event = call.event.as_str();
-    let permission = || {
-        let tool = text(&["tool_name", "toolName"]);
-        Some(Some(match tool {
-            Some(t) => format!("permission to use {t}"),
-            None => text(&["message", "title"]).unwrap_or_else(|| "a permission".into()),
-        }))
-    };
-    match (call.client, event) {
+    match (call.client, call.event.as_str()) {
         (Client::Claude | Client::Gemini, "Notification") | (Client::Copilot, "notification") => {
             let kind = text(&["notification_type", "notificationType"]).unwrap_or_default();
             match kind.as_str() {
@@ -170,7 +149,12 @@ fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Optio
             }
         }
         (Client::Claude | Client::Codex, "PermissionRequest")
-        | (Client::Copilot, "permissionRequest") => permission(),
+        | (Client::Copilot, "permissionRequest") => {
+            Some(Some(match text(&["tool_name", "toolName"]) {
+                Some(t) => format!("permission to use {t}"),
+                None => text(&["message", "title"]).unwrap_or_else(|| "a permission".into()),
+            }))
+        }
         _ if prompted(call) => Some(None),
         _ => None,
     }

@@ -37,8 +37,7 @@ pub struct Gone {
     pub what: &'static str,
 }
 
-/// A backup or refused write that stays: it differs from its file, so it may hold the only
-/// copy of what it saved.
+/// A backup or refused write that differs from its file: it may be the only copy of what it saved.
 #[derive(Debug, Clone, Serialize)]
 pub struct Kept {
     /// The path (absolute).
@@ -272,8 +271,7 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
     }
 }
 
-/// Whether two regular files hold the same bytes (files over 512 MiB count as different: kept
-/// rather than read whole).
+/// Whether two regular files hold the same bytes (over 512 MiB: different, kept rather than read).
 fn same_bytes(a: &Path, b: &Path) -> bool {
     const CAP: u64 = 512 * 1024 * 1024;
     let len = |p: &Path| {
@@ -291,8 +289,7 @@ fn same_bytes(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The file a backup (`FILE.bak`) or a refused write (`FILE.rejected.<agent>[.<n>]`) was made
-/// for.
+/// The file a backup (`FILE.bak`) or refused write (`FILE.rejected.<agent>[.<n>]`) was made for.
 fn copy_of(path: &Path, name: &str) -> Option<PathBuf> {
     let base = match layout::own_file_kind(name)? {
         "a backup" => name.strip_suffix(layout::BACKUP_SUFFIX)?,

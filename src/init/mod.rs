@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::client::{COORD, Client, HookSet, HookStyle, MARKER, McpStyle, Wire};
+use crate::client::{COORD, Client, HookSet, HookStyle, MARKER, Wire};
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::workspace::Workspace;
@@ -26,18 +26,23 @@ use crate::textblock::{find_block, with_block};
 const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
 const BLOCK_END: &str = "<!-- coord:end -->";
 
-/// One file `init` creates or changes.
+/// One file `init` (or `init --remove`) creates, changes or deletes.
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
     /// The file, relative to the root.
     pub file: String,
-    /// `create` or `update`.
+    /// `create` or `update`; for `--remove`, `restore` (back to its bytes before init),
+    /// `update` (coord's entries cut out) or `delete`.
     pub action: &'static str,
-    /// The new content.
+    /// The new content (`None`: the file goes).
     #[serde(skip)]
-    pub content: Vec<u8>,
+    pub content: Option<Vec<u8>>,
     #[serde(skip)]
     path: PathBuf,
+    /// Init's record says init created the file: the folders it made for it are in the record
+    /// too, and no other folder above it is init's to remove.
+    #[serde(skip)]
+    created_by_init: bool,
 }
 
 /// A file `init` left alone: a symlink to a file outside the workspace.
@@ -97,8 +102,7 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     })
 }
 
-/// The text files `clients` get coord's block in, as (file, begin, end, block): the
-/// instructions, then `.gitignore`.
+/// The text files `clients` get coord's block in (file, begin, end, block), `.gitignore` last.
 fn texts(clients: &[Client]) -> Vec<(&'static str, &'static str, &'static str, String)> {
     let docs = clients.iter().filter_map(|c| c.adapter().instruction_file);
     let docs = std::iter::once("AGENTS.md").chain(docs);
@@ -132,8 +136,9 @@ pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
             fsutil::ensure_dir(dir)?;
         }
         let before = read_regular(&change.path)?;
-        fsutil::replace_durable(&change.path, &change.content)?;
-        record.note_write(&change.file, before, &change.content);
+        let content = change.content.as_deref().unwrap_or_default();
+        fsutil::replace_durable(&change.path, content)?;
+        record.note_write(&change.file, before, content);
     }
     // After `.gitignore`: a repository `init` wires is not adopted as one nobody set up.
     ws.ensure_state_dir()?;
@@ -194,8 +199,7 @@ fn has_command(hook: &Value, test: impl Fn(&str) -> bool) -> bool {
         .any(|k| hook.get(*k).and_then(Value::as_str).is_some_and(&test))
 }
 
-/// Whether a hook group (or entry), or a hook in it, has a `command` or `bash` line that
-/// `test` accepts.
+/// Whether a hook group (or entry), or a hook in it, has a `command` or `bash` `test` accepts.
 fn any_command(group: &Value, test: impl Fn(&str) -> bool) -> bool {
     let hooks = group.get("hooks").and_then(Value::as_array);
     has_command(group, &test) || hooks.is_some_and(|hs| hs.iter().any(|h| has_command(h, &test)))
@@ -230,27 +234,14 @@ fn wire(w: &mut Wiring, client: Client) -> Result<()> {
     let hooks = client.adapter().hooks();
     for wire in client.adapter().wiring {
         match *wire {
-            Wire::Json {
-                file,
-                comments,
-                hooks: style,
-                mcp,
-            } => w.json(file, comments, |v, f| {
+            Wire::Json(file, comments, style, mcp) => w.json(file, comments, |v, f| {
                 if let Some(style) = style {
                     merge_hooks(v, f, &hooks, style)?;
                 }
                 // `{key: {coord: server}}`, unless a `coord` server is already registered.
-                let (key, server) = match mcp {
-                    Some(McpStyle::Servers) => {
-                        ("mcpServers", json!({"command": COORD, "args": ["mcp"]}))
-                    }
-                    Some(McpStyle::Opencode) => (
-                        "mcp",
-                        json!({"type": "local", "command": [COORD, "mcp"], "enabled": true}),
-                    ),
-                    None => return Ok(()),
-                };
-                object_at(v, key, f)?.entry("coord").or_insert(server);
+                if let Some((key, server)) = mcp.map(|m| m.server(&[COORD, "mcp"])) {
+                    object_at(v, key, f)?.entry("coord").or_insert(server);
+                }
                 Ok(())
             })?,
             // Comments and layout are kept.
@@ -413,8 +404,7 @@ pub(crate) fn pretty_json(value: &impl Serialize) -> Vec<u8> {
     text.into_bytes()
 }
 
-/// The real file behind `rel`: a link inside the root is followed; `Err(why)` for a link that
-/// leaves the root (left alone).
+/// The real file behind `rel`, a link inside the root followed; `Err(why)`: a link leaving it.
 fn resolve(root: &Path, rel: &str) -> std::result::Result<PathBuf, String> {
     let path = root.join(rel);
     if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
@@ -464,7 +454,7 @@ impl Wiring {
         };
         // A file already changed by this plan (a link to it): build on the planned bytes.
         if let Some(c) = self.changes.iter().find(|c| c.path == path) {
-            return Ok(Some((path, Some(c.content.clone()))));
+            return Ok(Some((path, c.content.clone())));
         }
         Ok(Some((path.clone(), read_regular(&path)?)))
     }
@@ -474,14 +464,15 @@ impl Wiring {
             return;
         }
         if let Some(c) = self.changes.iter_mut().find(|c| c.path == path) {
-            c.content = new;
+            c.content = Some(new);
             return;
         }
         self.changes.push(Change {
             file: rel_of(&self.root, &path),
             action: if old.is_some() { "update" } else { "create" },
-            content: new,
+            content: Some(new),
             path,
+            created_by_init: false,
         });
     }
 

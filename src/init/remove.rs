@@ -9,6 +9,7 @@ use jsonc_parser::cst::{CstNode, CstObject, CstRootNode};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::Change;
 use super::record::Record;
 use super::unterminated;
 use super::{find_block, has_command, is_command, not_utf8, read_regular, rel_of, resolve, texts};
@@ -17,24 +18,6 @@ use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::workspace::Workspace;
-
-/// One file `init --remove` changes.
-#[derive(Debug, Clone, Serialize)]
-pub struct Undo {
-    /// The file, relative to the root.
-    pub file: String,
-    /// `restore` (back to its bytes before init), `update` (coord's entries cut out) or
-    /// `delete` (init created it, or nothing else is left in it).
-    pub action: &'static str,
-    #[serde(skip)]
-    content: Option<Vec<u8>>,
-    #[serde(skip)]
-    path: PathBuf,
-    /// Init's record says init created the file: the folders it made for it are in the record
-    /// too, and no other folder above it is init's to remove.
-    #[serde(skip)]
-    created_by_init: bool,
-}
 
 /// What `init --remove` would do (or did).
 #[derive(Debug, Clone, Serialize)]
@@ -49,7 +32,7 @@ pub struct Removal {
     /// The clients still wired afterwards (their shared entries stay).
     pub remaining: Vec<&'static str>,
     /// Files changed or deleted, in order.
-    pub changes: Vec<Undo>,
+    pub changes: Vec<Change>,
     /// Whether `.coord/` is removed (init made it and nothing else is in it).
     pub remove_state_dir: bool,
     /// Whether `.coord/` is kept though init made it: it holds the workspace's state.
@@ -85,7 +68,7 @@ enum FileKind {
 fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
     let wires = clients.iter().flat_map(|c| c.adapter().wiring);
     let wires = wires.map(|w| match *w {
-        Wire::Json { file, .. } => (file, FileKind::Json),
+        Wire::Json(file, ..) => (file, FileKind::Json),
         Wire::CodexToml(file) => (file, FileKind::Toml),
         Wire::Generated(file, _) => (file, FileKind::Generated),
     });
@@ -114,7 +97,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         .filter(|_| !remaining.is_empty())
         .filter_map(|(f, _)| resolve(root, f).ok())
         .collect();
-    let mut changes: Vec<Undo> = Vec::new();
+    let mut changes: Vec<Change> = Vec::new();
     let files = files_of(clients).into_iter();
     for (kind, path) in files.filter_map(|(rel, kind)| Some((kind, resolve(root, rel).ok()?))) {
         if changes.iter().any(|u| u.path == path) {
@@ -157,7 +140,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             Some(_) if entry.is_some_and(|e| e.before == content) => "restore",
             Some(_) => "update",
         };
-        changes.push(Undo {
+        changes.push(Change {
             file,
             action,
             content: content.map(String::into_bytes),
@@ -179,7 +162,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         if stripped.as_deref() == Some(text.as_str()) {
             continue;
         }
-        changes.push(Undo {
+        changes.push(Change {
             action: stripped.as_ref().map_or("delete", |_| "update"),
             content: stripped.map(String::into_bytes),
             file,
