@@ -378,9 +378,7 @@ impl<'a> Try<'a> {
         created: &mut Vec<(String, PathBuf)>,
     ) -> Result<Acquired> {
         let (target, mine) = (plan.key, plan.mine.as_ref());
-        let token = mine
-            .and_then(LockEntry::token)
-            .map_or_else(new_token, str::to_string);
+        let token = token_of(mine);
         let text = record(self.req, locked_at, &token, &target.rel, None);
         let text = remote_claim::keep_mark(text, mine);
         let path = layout::lock_file(&target.abs, self.me());
@@ -479,8 +477,7 @@ impl<'a> Try<'a> {
         let lock_file = (self.ws.rel(&file)).unwrap_or_else(|| file.display().to_string());
         let mut out = Vec::with_capacity(plans.len());
         for p in plans {
-            let token =
-                (p.mine.as_ref().and_then(LockEntry::token)).map_or_else(new_token, str::to_string);
+            let token = token_of(p.mine.as_ref());
             let place = Some((root, branch.as_deref()));
             let text = record(self.req, locked_at, &token, p.key.as_str(), place);
             records.push(remote_claim::keep_mark(text, p.mine.as_ref()));
@@ -502,8 +499,10 @@ impl<'a> Try<'a> {
     }
 }
 
-fn new_token() -> String {
-    format!("{:016x}", host::random_u64())
+/// The token of our record `mine` (a refresh keeps it), else a new random one.
+fn token_of(mine: Option<&LockEntry>) -> String {
+    (mine.and_then(LockEntry::token))
+        .map_or_else(|| format!("{:016x}", host::random_u64()), str::to_string)
 }
 
 /// Whether our own lock `m` follows a live process other than this one and its ancestors.
