@@ -62,13 +62,9 @@ pub fn read_for(root: &Path) -> (Vec<Judged>, Vec<String>) {
     (claims.into_iter().map(with_pattern).collect(), others)
 }
 
-/// Every claim, unjudged, by pattern then agent.
-pub fn read_all(root: &Path) -> Vec<LockEntry> {
-    read_sorted(root).0
-}
-
-/// [`read_all`], and the records without a pattern (for a rewrite to keep).
-fn read_sorted(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
+/// Every claim, unjudged, by pattern then agent, and the records without a pattern (for a
+/// rewrite to keep).
+pub fn read_all(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
     let (mut all, others) = read_records(root);
     all.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
     (all, others)
@@ -76,7 +72,7 @@ fn read_sorted(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
 
 /// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent.
 pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
-    let mut all = read_all(root);
+    let mut all = read_all(root).0;
     classify(root, &mut all, cache, now);
     all
 }
@@ -160,7 +156,7 @@ pub(super) fn release_here(
         return Ok((Vec::new(), Vec::new()));
     }
     let _mutex = ws.lock_mutex()?;
-    let (mut all, others) = read_sorted(root);
+    let (mut all, others) = read_all(root);
     classify(root, &mut all, &mut StateCache::default(), &clock::now());
     let me = agent.id();
     let mut gone = vec![false; all.len()];
@@ -224,17 +220,9 @@ fn finish(
 }
 
 /// Release `agent`'s claims taken with these tokens, each `(pattern, token)` (what `coord run`
-/// took, at its end): compare-and-delete, as for a lock.
+/// took, at its end): compare-and-delete, as for a lock; without `record`, here only and not in
+/// the history.
 pub fn release_tokens(
-    ws: &Workspace,
-    agent: &crate::workspace::AgentId,
-    held: &[(String, String)],
-) -> Result<Vec<Release>> {
-    give_back(ws, agent, held, true)
-}
-
-/// [`release_tokens`]; without `record`, here only and not in the history.
-pub(super) fn give_back(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
     held: &[(String, String)],
@@ -245,7 +233,7 @@ pub(super) fn give_back(
     }
     let root = ws.root();
     let mutex = ws.lock_mutex()?;
-    let (all, others) = read_sorted(root);
+    let (all, others) = read_all(root);
     let mut gone = vec![false; all.len()];
     let mut out = Vec::with_capacity(held.len());
     let mut marked = Vec::new();

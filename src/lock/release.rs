@@ -248,17 +248,9 @@ pub(super) fn verdict<'e, T>(
     })
 }
 
-/// Release locks this process took, each only if its token is unchanged (compare-and-delete).
+/// Release locks this process took, each only if its token is unchanged (compare-and-delete);
+/// without `record`, here only and not in the history.
 pub fn release_tokens(
-    ws: &Workspace,
-    agent: &AgentId,
-    held: &[(Target, String)],
-) -> Result<Vec<Release>> {
-    give_back(ws, agent, held, true)
-}
-
-/// [`release_tokens`]; without `record`, here only and not in the history.
-pub(super) fn give_back(
     ws: &Workspace,
     agent: &AgentId,
     held: &[(Target, String)],

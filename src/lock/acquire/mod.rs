@@ -318,7 +318,7 @@ fn back_up(
                 .iter()
                 .cloned()
                 .zip(acquired.iter().map(|a| a.token.clone()));
-            let _ = release_tokens(ws, &req.agent, &tokens.collect::<Vec<_>>());
+            let _ = release_tokens(ws, &req.agent, &tokens.collect::<Vec<_>>(), true);
             return Err(e);
         }
     }
