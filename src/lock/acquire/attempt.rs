@@ -100,8 +100,7 @@ struct Try<'a> {
 }
 
 impl<'a> Try<'a> {
-    /// Our presence and the locks it lists (the base of the try's one presence write: nobody
-    /// else writes it while we hold the mutex), the claims, and the queue.
+    /// Our presence (only we write it while we hold the mutex), its locks, the claims, the queue.
     fn read(
         ws: &'a Workspace,
         req: &'a LockRequest,
@@ -167,8 +166,7 @@ impl<'a> Try<'a> {
             .filter(move |c| c.entry.agent != me && (c.entry.state == LockState::Stale) == stale)
     }
 
-    /// Whether the waiter with ticket `seq` waits for something we hold (a file, or a path our
-    /// claims hold): it waits for us, and letting it block us would deadlock both.
+    /// Whether waiter `seq` waits for something we hold: letting it block us would deadlock both.
     fn waits_for_me(&self, seq: u64) -> bool {
         let held = &self.mine.held;
         queue::waits_for_any(self.ws.root(), seq, held, &self.mine.claims)
@@ -239,8 +237,7 @@ impl<'a> Try<'a> {
         })
     }
 
-    /// Whether we may take `target` now: no live waiter for it, and no claim waiter for a
-    /// pattern matching it, stands in line before us.
+    /// Whether we may take `target` now: no live waiter for it, or a claim matching it, is ahead.
     fn first_in_line(&self, target: &Target) -> Result<(), Blocker> {
         let (root, rel) = (self.ws.root(), target.rel.as_str());
         let ahead: Vec<_> = (queue::live_tickets(root, target, self.my_seq).into_iter())
@@ -290,8 +287,7 @@ impl<'a> Try<'a> {
         })
     }
 
-    /// The locks of others on the paths `want` matches, each once, all stale (a live one stands
-    /// in the way): from coord's index, and from a walk of the folder every match lies in.
+    /// Others' locks on the paths `want` matches (indexed, or found by a walk), each once, stale.
     fn locks_under(&mut self, want: &Pattern) -> Result<Vec<LockEntry>, Blocker> {
         let (ws, me) = (self.ws, self.req.agent.id());
         let indexed = self
@@ -415,8 +411,7 @@ impl<'a> Try<'a> {
         })
     }
 
-    /// A lock made by hand while we looked (the seed's "look, then create" takes no mutex),
-    /// to withdraw in favour of.
+    /// A lock made by hand while we looked (the seed takes no mutex), to withdraw in favour of.
     fn newcomer(&mut self, plans: &[Plan<&Target>]) -> Result<Option<Blocker>> {
         let (root, me) = (self.ws.root(), self.req.agent.id());
         let newcomers = Listing {
@@ -435,8 +430,7 @@ impl<'a> Try<'a> {
         Ok(None)
     }
 
-    /// Say in our presence what we hold now: `LOCKED`, the first file asked for, every lock
-    /// (a lock whose holder cannot say so is withdrawn rather than left behind).
+    /// Say `LOCKED` and every lock in our presence (a holder that cannot say so withdraws them).
     fn write_presence(&self, got: &[Acquired]) -> Result<()> {
         let mut listed = self.mine.held.clone();
         for a in got {
@@ -454,8 +448,7 @@ impl<'a> Try<'a> {
         presence::write_over(self.ws.root(), &self.req.agent, old, &update).map(drop)
     }
 
-    /// Rewrite `.coord/claims` with our claims in: the stale claims taken over (`over`) are
-    /// dropped, a claim we hold is refreshed (its token kept).
+    /// Rewrite `.coord/claims`: stale claims taken over out, ours in (a refresh keeps its token).
     fn publish_claims(
         &self,
         plans: &[Plan<&Pattern>],
@@ -526,8 +519,7 @@ fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
     !host::is_ancestor(pid)
 }
 
-/// Where our refreshed lock `m` was taken, when that is another origin (another shell or
-/// session using the same agent name: one name in two shells excludes nothing).
+/// Where our refreshed lock `m` was taken, when another origin (a shell or session of one name).
 fn other_origin(m: &LockEntry) -> Option<String> {
     let theirs = m.field("origin")?;
     let same_host = m.field("host").is_none_or(|h| h == host::hostname());
@@ -550,8 +542,7 @@ fn queued(key: &str, holder: &str, count: usize, pattern: Option<&str>) -> Block
     }
 }
 
-/// One file (or claim) a try takes: our record of it (a refresh), and the stale locks and claims
-/// of others on it (or that it passes over), taken over with it.
+/// One file (or claim) a try takes: our record of it (a refresh), and the stale ones taken over.
 struct Plan<K> {
     key: K,
     mine: Option<LockEntry>,

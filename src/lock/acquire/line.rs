@@ -50,8 +50,7 @@ pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
     let _ = presence::write_over(ws.root(), agent, old.as_ref(), &update);
 }
 
-/// The deadlock waiting for `targets` would close, if any: we would wait for the holders of
-/// `targets`, and following who waits for whom (the queue's other tickets) leads back to us.
+/// The deadlock waiting for `targets` would close, if any: who waits for whom leads back to us.
 pub(super) fn deadlock(
     ws: &Workspace,
     req: &LockRequest,

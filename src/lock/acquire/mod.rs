@@ -176,8 +176,7 @@ pub struct Acquisition {
     pub waited_ms: u64,
 }
 
-/// What a try read of our own: our presence, the locks it lists that we still hold, and the
-/// patterns of our claims (not stale).
+/// What a try read of our own: our presence, the locks it lists we still hold, our live claims.
 #[derive(Default)]
 struct Mine {
     presence: Option<presence::Presence>,
@@ -188,13 +187,11 @@ struct Mine {
 enum Attempt {
     Got(Vec<Acquired>),
     Busy(Blocker),
-    /// The arbitration was lost while deciding (a stalled holder of a lease): everything this
-    /// try did was undone; try again at once.
+    /// The arbitration was lost while deciding: this try was undone; try again at once.
     Fenced,
 }
 
-/// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
-/// Nothing reaches the repository's remote (see [`acquire_shared`]).
+/// Acquire all of `req.targets` or none, waiting as `req.wait` allows, nothing on the remote.
 pub fn acquire(
     ws: &Workspace,
     req: &LockRequest,
@@ -203,8 +200,7 @@ pub fn acquire(
     acquire_shared(ws, req, &Reach::HERE, on_event)
 }
 
-/// [`acquire`], and in a clone that shares its claims through its remote (contract §13), publish
-/// there what `reach` says: each try takes everything here, then publishes it, the mutex free.
+/// [`acquire`], publishing what `reach` says on the remote claims are shared through (§13).
 pub fn acquire_shared(
     ws: &Workspace,
     req: &LockRequest,
@@ -331,15 +327,13 @@ fn first_key(targets: &[Target], req: &LockRequest) -> Option<String> {
         .or_else(|| req.claims.first().map(|c| c.as_str().to_string()))
 }
 
-/// The least an acquire waits for the workspace mutex, even when it does not wait for locks:
-/// time for the holders racing it to pass, each for microseconds.
+/// The least an acquire waits for the mutex: time for the holders racing it to pass.
 const MUTEX_FLOOR: Duration = Duration::from_millis(500);
 
 /// How often a wait that involves a claim looks again.
 const CLAIM_RECHECK: Duration = Duration::from_millis(20);
 
-/// A lock on one of `targets`, or a claim matching one (here, or of another clone as last
-/// synced), that another agent holds (not stale), as read without the workspace mutex.
+/// A live lock or claim of another on one of `targets` (here or elsewhere), read without mutex.
 pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
     // No file: nothing to read here nor of the other clones.
     if targets.is_empty() {
@@ -393,9 +387,7 @@ struct Tries<'a> {
 }
 
 impl Tries<'_> {
-    /// One full try under the mutex, and what it means for our place in the queue: a try that
-    /// got the locks leaves the queue; one that would wait checks for a deadlock, then takes a
-    /// ticket and says `WAITING` in the presence (the first time).
+    /// One full try under the mutex: got the locks, leave the queue; to wait, line up.
     fn once(&mut self) -> Result<Attempt> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // The mutex is held for microseconds; a holder that keeps it longer is stopped or stuck.
@@ -431,8 +423,7 @@ impl Tries<'_> {
         Ok(attempt)
     }
 
-    /// Got the locks: leave the queue. The waiter behind us sleeps until we release, not just
-    /// until we leave the line (tickets are in the order of the targets).
+    /// Got the locks: leave the queue (the next sleeps until we release, not until we leave).
     fn leave_line(&mut self) {
         let Some(t) = self.tickets.take() else {
             return;
@@ -445,8 +436,7 @@ impl Tries<'_> {
         queue::leave(&t);
     }
 
-    /// About to wait: refuse a deadlock, else take a ticket (the first time) and say `WAITING`.
-    /// A ticket drawn under a lost lease is given back and the try reported as fenced.
+    /// About to wait: refuse a deadlock, else take a ticket (once; fenced if the lease is lost).
     fn line_up(&mut self, mutex: &Guard) -> Result<Option<Attempt>> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // Every time we would wait, so the last one to close a cycle sees it even when it
@@ -478,8 +468,7 @@ impl Tries<'_> {
         Ok(None)
     }
 
-    /// After a try found `blocker` in the way: give up, or tell the user, sleep until a new try
-    /// is worth making, stop when asked to, and keep our tickets alive.
+    /// After a try found `blocker` in the way: give up, or tell the user and sleep till worth it.
     fn wait_after(
         &mut self,
         mut blocker: Blocker,
@@ -563,8 +552,7 @@ impl Tries<'_> {
         Ok(None)
     }
 
-    /// Another clone holds what we ask for: refused when not waiting (or past the deadline),
-    /// else `WAITING` said (each time when `always`, else once), the user told, and `pause`.
+    /// Another clone holds what we want: refused, or `WAITING` said (once unless `always`), paused.
     fn wait_remote(
         &mut self,
         blocker: Blocker,
@@ -611,8 +599,7 @@ impl Tries<'_> {
         super::events::refused(self.ws.root(), self.req, err)
     }
 
-    /// `Interrupted`, naming the first file (or claim) asked for, when a signal asked this
-    /// process to stop.
+    /// `Interrupted`, naming the first file (or claim) asked for, when a signal asked us to stop.
     fn stopped(&self) -> Result<()> {
         let Some(signal) = crate::wait::stop_requested() else {
             return Ok(());

@@ -15,21 +15,17 @@ use crate::wait::handoff::{Handoff, Woken};
 use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::Target;
 
-/// Where a waiter only re-reads the blocking lock, how often it tries in full anyway (a lock
-/// also turns stale by age).
+/// Where a waiter only re-reads the blocking lock, how often it tries in full (locks age too).
 const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
 
-/// How long a sleep on a hand-off lasts at most: how soon a request to stop is seen, and how
-/// often the first in line re-reads the lock it sleeps on (another process may remove it).
+/// The longest sleep on a hand-off: how soon a stop is seen and the lock slept on re-read.
 const HANDOFF_LOOK: Duration = Duration::from_millis(100);
 
 /// What a woken waiter re-reads, without the mutex, before trying in full.
 pub(super) struct Probe {
-    /// The blocking lock and its bytes as read (then the lock of the waiter just ahead of us,
-    /// once it took one of our files).
+    /// The blocking lock and its bytes as read (later: the lock the waiter ahead took of ours).
     pub(super) record: RefCell<Option<(PathBuf, Vec<u8>)>>,
-    /// Our queue folders and ticket number, when we hold no lock ourselves (a waiter that holds
-    /// locks lets earlier waiters that wait for them pass; only a full try can judge that).
+    /// Our queue folders and ticket number, when we hold no lock (else only a full try can judge).
     pub(super) queue: Option<(Vec<PathBuf>, u64)>,
     /// Whether a listed ticket must also open to count (where listings may lag other machines).
     pub(super) open_tickets: bool,
@@ -39,8 +35,7 @@ pub(super) struct Probe {
     pub(super) files: Vec<PathBuf>,
     /// Our agent id (a lock of our own name is for a full try to judge).
     pub(super) agent: String,
-    /// Whether to sleep on the hand-off of the file in front of us ([`crate::wait::handoff`];
-    /// local folders only).
+    /// Whether to sleep on the hand-off of the file in front of us (local folders only).
     pub(super) hand_over: bool,
 }
 
@@ -49,8 +44,7 @@ pub(super) struct Probe {
 pub(super) enum Look {
     /// A ticket numbered before ours stands in one of our queues.
     Behind,
-    /// First in line, and the blocking lock is unchanged with its process (if it records one of
-    /// this host) still running.
+    /// First in line, the blocking lock unchanged and its process (if of this host) still running.
     Blocked,
     /// A full try may succeed.
     Changed,
@@ -90,8 +84,7 @@ impl Probe {
         }
     }
 
-    /// The file whose owner lets it go when we may move on, for `look`: the ticket just before
-    /// ours, or the lock that blocks us.
+    /// The file whose owner lets it go when we may move on: the ticket just ahead, or the lock.
     fn in_front(&self, look: Look) -> Option<PathBuf> {
         match look {
             Look::Behind => self.ahead.borrow().clone(),
@@ -100,8 +93,7 @@ impl Probe {
         }
     }
 
-    /// The lock, and its bytes, that the agent of `ticket` (a ticket that stood just before
-    /// ours) holds on one of our files, when it holds one that is not judged gone.
+    /// The lock (and bytes) of the agent of `ticket` (just ahead) on one of our files, if not gone.
     fn taken_by(&self, ticket: &Path) -> Option<(PathBuf, Vec<u8>)> {
         let name = ticket.file_name()?.to_str()?;
         let (_, agent) = layout::parse_ticket(name)?;
@@ -128,16 +120,13 @@ fn process_alive(raw: &[u8]) -> bool {
         .is_none_or(|(pid, h)| !host::recorded_process_gone_since(pid, h, e.process_start()))
 }
 
-/// What a waiter for `targets` watches: its queue folders, and in each target's folder only its
-/// lock files' names (`FILE.lock.*`); in both only names going away, since a lock or a ticket
-/// appearing never unblocks anyone.
+/// What a waiter watches (names going away only): its queue folders, and its files' lock names.
 pub(super) struct Watches {
     queue: FolderWatch,
     locks: FolderWatch,
 }
 
-/// How a waiter sleeps, kept across its tries: on the hand-off of the file in front of it
-/// where its owner keeps it locked, else on folder watches, made when first needed.
+/// How a waiter sleeps across tries: on the hand-off of what is in front of it, else on watches.
 #[derive(Default)]
 pub(super) struct Waits {
     pub(super) watches: Option<Watches>,
