@@ -21,8 +21,7 @@ use crate::workspace::Workspace;
 /// The most `.coord/claims` is read of (far above what a few hundred claims take).
 const CLAIMS_CAP: u64 = 4 * 1024 * 1024;
 
-/// A claim with its pattern parsed (a record whose pattern does not parse holds everything:
-/// it cannot be told apart from what it meant to hold).
+/// A claim with its pattern parsed (a pattern that does not parse holds everything).
 pub struct Judged {
     /// The record.
     pub entry: LockEntry,
@@ -30,8 +29,7 @@ pub struct Judged {
     pub pattern: Pattern,
 }
 
-/// Every claim as written, unjudged, in the file's order, and the records without a pattern
-/// (kept as they are when the file is rewritten).
+/// Every claim as written, unjudged, in the file's order, and the records without a pattern.
 fn read_records(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
     let path = layout::claims_file(&crate::worktree::shared_root(root));
     let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
@@ -62,8 +60,7 @@ pub fn read_for(root: &Path) -> (Vec<Judged>, Vec<String>) {
     (claims.into_iter().map(with_pattern).collect(), others)
 }
 
-/// Every claim, unjudged, by pattern then agent, and the records without a pattern (for a
-/// rewrite to keep).
+/// Every claim, unjudged, by pattern then agent, and the records without a pattern.
 pub fn read_all(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
     let (mut all, others) = read_records(root);
     all.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
@@ -118,8 +115,7 @@ fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
     Some(LockEntry::new(path.to_path_buf(), pattern, agent, raw))
 }
 
-/// The holder of claim `e` as a refusal names it: `Claude (claim `src/auth/**`)`, with the
-/// work tree and branch it was taken in when that is another work tree than `root`.
+/// The holder of claim `e` as a refusal names it, with its work tree when not `root`.
 pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     let tree = e.field("worktree").filter(|w| Path::new(w) != root);
     let place = tree.map(|w| format!(", {}", crate::worktree::place(w, e.field("branch"))));
@@ -131,8 +127,7 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     )
 }
 
-/// Release `agent`'s claims on `patterns` (all of its claims when `None`); with `force`, a
-/// STALE claim of another agent on one of `patterns` goes too.
+/// Release `agent`'s claims on `patterns` (all when `None`), with `force` STALE ones of others.
 pub fn release(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -198,8 +193,7 @@ fn ours(
     ReleaseOutcome::Released
 }
 
-/// Rewrite `.coord/claims` without the claims `gone`, keeping the records without a pattern
-/// `others` (as every rewrite does); with `record`, record `out` in the history.
+/// Rewrite `.coord/claims` without the claims `gone` (and `others` kept); record `out` if `record`.
 fn finish(
     root: &Path,
     agent: &crate::workspace::AgentId,
@@ -219,9 +213,7 @@ fn finish(
     Ok((out, marked))
 }
 
-/// Release `agent`'s claims taken with these tokens, each `(pattern, token)` (what `coord run`
-/// took, at its end): compare-and-delete, as for a lock; without `record`, here only and not in
-/// the history.
+/// Release `agent`'s claims `(pattern, token)` by compare-and-delete; `record`: in the history.
 pub fn release_tokens(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -258,8 +250,7 @@ pub fn release_tokens(
     Ok(out)
 }
 
-/// Add `keys` to `agent`'s claims taken with these tokens, each `(pattern, token)`. Caller
-/// holds the mutex. The patterns whose claim no longer carries its token are returned.
+/// Add `keys` to our claims `held` (pattern, token), under the mutex; those not found returned.
 pub(super) fn mark(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,

@@ -99,8 +99,7 @@ fn stale_reason(
     ))
 }
 
-/// Problems a strict check reports: stale and conflicting locks, and lock files whose name is
-/// not valid UTF-8 (no tool can name them reliably).
+/// Problems a strict check reports: stale and conflicting locks, and names that are not UTF-8.
 pub fn problems(entries: &[LockEntry]) -> Vec<&LockEntry> {
     entries
         .iter()

@@ -43,8 +43,7 @@ use scan::{list_locks_each, own_locks_listed};
 pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};
 use takeover::take_over;
 
-/// What this clone's agents are editing now, as its `working_on` on the remote: the files they
-/// hold locks on, from coord's index of locks (no walk of the tree), each agent's paths sorted.
+/// What this clone's agents edit now (`working_on` on the remote): their indexed locks, sorted.
 pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {
     let gone = index::gone(ws.root());
     let mut by_agent: std::collections::BTreeMap<String, Vec<String>> = Default::default();
@@ -162,8 +161,7 @@ impl LockEntry {
         }
     }
 
-    /// [`LockEntry::read`] of a lock file a folder listing showed, on a network filesystem: one
-    /// that will not open is asked of the server (by creating it without replacing).
+    /// [`LockEntry::read`] of a listed lock: on a network filesystem, the server is asked too.
     fn read_listed(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
         let read = || LockEntry::read(lock_path.clone(), file.clone(), agent.clone());
         if let Some(e) = read() {
@@ -236,8 +234,7 @@ impl LockEntry {
         Some((self.field("client")?, self.field("client_session")?))
     }
 
-    /// When the lock goes if nobody takes it over, in words after "released", by the kind of
-    /// holder (a client's session, a process, or none).
+    /// When the lock goes if nobody takes it over, in words after "released", by kind of holder.
     pub fn released_when(&self) -> &'static str {
         if self.client_session().is_some() {
             "when its holder's turn ends"
@@ -263,8 +260,7 @@ const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the
 #[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests;
 
-/// Forget the entries of coord's index whose lock file no work tree holds any more, returning
-/// each entry's path; with `dry_run`, only say which.
+/// Forget the index's entries whose lock file is gone (`dry_run`: only say which): their paths.
 pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
     index::gone(root)
         .into_iter()

@@ -27,8 +27,7 @@ pub(crate) struct Tickets {
     keep_folders: bool,
 }
 
-/// Whether empty queue folders are kept: another machine's cache may still list a removed one,
-/// and could not create its ticket in it until the cache expires.
+/// Whether empty queue folders are kept (another machine's cache may still list a removed one).
 pub fn keeps_folders(root: &Path) -> bool {
     crate::arbiter::policy(root).is_ok_and(|p| p.exact_lookups)
 }
@@ -62,8 +61,7 @@ fn queue_folders(root: &Path) -> Vec<fs::DirEntry> {
         .collect()
 }
 
-/// Register `agent` (this process) as waiting for `targets` and the claim patterns `claims`
-/// (one ticket each, all with one number). Caller holds the mutex.
+/// Register `agent` as waiting for `targets` and `claims`: one ticket each, one number. Mutex held.
 pub(crate) fn register(
     root: &Path,
     agent: &AgentId,
@@ -161,8 +159,8 @@ pub struct Ahead {
     pub agent: String,
 }
 
-/// The live tickets of `target`'s queue ahead of ticket `seq` (all of them for `None`), oldest
-/// first, removing dead ones on the way. Caller holds the mutex.
+/// The live tickets of `target`'s queue before `seq` (`None`: all), oldest first, removing dead
+/// ones on the way. Caller holds the mutex.
 pub fn live_tickets(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
     let dir = dir_of(root, &target.rel, false);
     let Some(mut tickets) = tickets_in(&dir) else {
@@ -222,8 +220,7 @@ pub struct Waiter {
     pub claim: bool,
 }
 
-/// The live tickets of claim waiters (`file` is the pattern), by sequence number: one listing
-/// of the queue root when nobody waits for a claim. Reading only.
+/// The live tickets of claim waiters, by number: one listing when nobody waits for a claim.
 pub(crate) fn claim_waiters(root: &Path) -> Vec<Waiter> {
     let any = queue_folders(root).iter().any(|d| {
         (d.file_name().to_str()).is_some_and(|n| n.starts_with(layout::CLAIM_QUEUE_PREFIX))
@@ -234,8 +231,7 @@ pub(crate) fn claim_waiters(root: &Path) -> Vec<Waiter> {
     waiters(root).into_iter().filter(|w| w.claim).collect()
 }
 
-/// Whether the waiter with ticket number `seq` also waits for one of `files` (relative to the
-/// root) or of the claims `patterns`. Caller holds the mutex.
+/// Whether waiter `seq` also waits for one of `files` or of the claims `patterns`, under mutex.
 pub(crate) fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &[String]) -> bool {
     let dirs = (files.iter().map(|f| dir_of(root, f, false)))
         .chain(patterns.iter().map(|p| dir_of(root, p, true)));
@@ -243,8 +239,7 @@ pub(crate) fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &
         .any(|dir| tickets_in(&dir).is_some_and(|t| t.iter().any(|(n, _)| *n == seq)))
 }
 
-/// Every live ticket of every queue, by sequence number then file. Reading only: dead tickets
-/// are skipped, not removed, so `status` can call it without writing a byte.
+/// Every live ticket of every queue, by number then file; reading only (dead ones are skipped).
 pub fn waiters(root: &Path) -> Vec<Waiter> {
     let mut found = Vec::new();
     for dir in queue_folders(root) {
@@ -278,8 +273,7 @@ fn waiter(root: &Path, dir: &std::ffi::OsStr, e: &fs::DirEntry) -> Option<Waiter
     })
 }
 
-/// The ticket numbered last before `seq` in the queue folder `dir` that stands (listed, and
-/// with `open` opened; not judged live or dead, nothing removed; no mutex needed).
+/// The last ticket before `seq` in `dir` that stands (with `open`: opens); reading only, no mutex.
 pub(crate) fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
     let mut before = tickets_in(dir)?;
     before.retain(|(s, _)| *s < seq);

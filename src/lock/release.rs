@@ -73,8 +73,7 @@ impl Release {
     }
 }
 
-/// Release `agent`'s locks on `targets` (all its locks when `None`, those it made by hand
-/// included: the tree is walked for them).
+/// Release `agent`'s locks on `targets` (all its locks when `None`, hand-made ones by a walk).
 pub fn release(
     ws: &Workspace,
     agent: &AgentId,
@@ -93,15 +92,13 @@ pub fn release(
     }
 }
 
-/// Release every lock `agent` took through coord, and its claims: those coord's index and the
-/// agent's presence list, without walking the tree (what a client's turn ending does).
+/// Release every lock and claim `agent` took through coord, from the index and presence (no walk).
 pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
     let targets = held_targets(ws, agent, std::iter::empty());
     release_files(ws, agent, targets, false, true)
 }
 
-/// `walked`, then the files coord's index and `agent`'s presence say it holds (unverified), as
-/// targets, each once.
+/// `walked`, then the files coord's index and `agent`'s presence say it holds, as targets, once.
 fn held_targets(
     ws: &Workspace,
     agent: &AgentId,
@@ -133,8 +130,7 @@ pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(
         .collect()
 }
 
-/// [`release`] of `targets`; `all`: they are all of the agent's locks (its claims go too).
-/// Those published on the remote are released there too, in one push, once released here.
+/// [`release`] of `targets` (`all`: its claims too), then of those published, on the remote.
 fn release_files(
     ws: &Workspace,
     agent: &AgentId,
@@ -201,8 +197,7 @@ fn release_files(
     Ok(out)
 }
 
-/// What a release gathers: our lock files to remove (file, lock file), those of them published
-/// on the remote, and every lock file already released or removed (seen gone if named twice).
+/// What a release gathers: our lock files to remove, those published, and all those done.
 #[derive(Default)]
 struct Gathered {
     ours: Vec<(String, PathBuf)>,
@@ -220,9 +215,7 @@ impl Gathered {
     }
 }
 
-/// What releasing the judged records `entries` of one file (or pattern) by `me` comes to: ours
-/// (`Ok`, its index), else nothing there, held by another, or with `force` only STALE records
-/// of others, for the caller to remove.
+/// What releasing `entries` of one file by `me` is: ours (`Ok`), none, another's, forced STALE.
 pub(super) fn verdict<'e, T>(
     entries: &'e [T],
     entry: impl Fn(&'e T) -> &'e LockEntry,
@@ -248,8 +241,7 @@ pub(super) fn verdict<'e, T>(
     })
 }
 
-/// Release locks this process took, each only if its token is unchanged (compare-and-delete);
-/// without `record`, here only and not in the history.
+/// Release locks this process took, by compare-and-delete of their tokens; `record`: in history.
 pub fn release_tokens(
     ws: &Workspace,
     agent: &AgentId,
@@ -293,14 +285,12 @@ pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
         .map(str::to_string)
 }
 
-/// What proves that a lock is still the one an agent held when an operation began (`write`,
-/// `note`, `restore` commit only while it holds).
+/// What proves a lock is still the one held when an operation began (`write`, `note`, `restore`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fence {
     /// A lock coord wrote: its random token.
     Token(String),
-    /// A lock made by hand in the seed's form, which has no token: the lock file itself, the
-    /// same file (device and inode) with the same bytes.
+    /// A hand-made lock (no token): the same file (device and inode) with the same bytes.
     File {
         /// The lock file, in whatever spelling the agent wrote it (`FILE.lock.Claude`).
         path: PathBuf,
@@ -311,8 +301,7 @@ pub enum Fence {
     },
 }
 
-/// The fence of `agent`'s lock on `target`, when it holds one: coord's own lock by its token,
-/// a hand-made one (no token, any spelling of the agent's name) by what the file is.
+/// The fence of `agent`'s lock on `target`: coord's by its token, a hand-made one by its file.
 pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
     if let Some(token) = own_token(target, agent) {
         return Some(Fence::Token(token));
@@ -379,8 +368,7 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
     }
 }
 
-/// Bring the agent's presence up to date for locks that went away (or are about to: `gone`,
-/// files relative to the root). Caller holds the mutex.
+/// Bring the agent's presence up to date for locks gone (or about to be: `gone`). Mutex held.
 fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Result<()> {
     // Only a regular presence file is brought up to date: the locks are already gone, and a
     // release must not fail (or follow a link) because something else stands there.

@@ -21,16 +21,14 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
     try_locks_of(target).unwrap_or_default()
 }
 
-/// [`locks_of`], with an error when the folder cannot be listed (a folder coord cannot read is
-/// not a folder without locks).
+/// [`locks_of`], with an error when the folder cannot be listed (not a folder without locks).
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
     Ok(try_locks_each(std::slice::from_ref(target))?
         .pop()
         .unwrap_or_default())
 }
 
-/// The lock files of each of `targets` (in their order), unjudged, each sorted by agent; each
-/// folder listed once. A folder that cannot be listed gives its targets no locks.
+/// The lock files of each of `targets`, sorted by agent, each folder listed once (or no locks).
 pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
     // One folder could not be listed: the others still count.
     try_locks_each(targets).unwrap_or_else(|_| targets.iter().map(locks_of).collect())
@@ -50,8 +48,7 @@ fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
 /// How [`list_locks_each`] lists the locks of targets.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Listing<'a> {
-    /// Also remove coord's temporary files left in the folder by killed processes, in the same
-    /// pass (a large folder is listed once, not twice).
+    /// Also remove coord's temporary files left by killed processes, in the same pass.
     pub(super) sweep: bool,
     /// Agents whose locks are also looked up by their exact names ([`lookup_roster`]).
     pub(super) roster: &'a [String],
@@ -108,8 +105,7 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
     Ok(out)
 }
 
-/// The lock files in the folders of `targets` (each listed once), into `out`; with `tree`, in
-/// the same folders of that other work tree of the repository (one it cannot list gives none).
+/// The lock files in the folders of `targets` (each listed once), or in another work tree `tree`.
 fn list_folders(
     targets: &[Target],
     how: Listing<'_>,
@@ -176,8 +172,7 @@ fn root_of(target: &Target) -> Option<PathBuf> {
     target.abs.ancestors().nth(depth).map(Path::to_path_buf)
 }
 
-/// The agents whose locks a listing under `root` must also look up by exact name: the roster
-/// where folder listings may lag other machines (a network filesystem), none elsewhere.
+/// The agents a listing under `root` also looks up by exact name: the roster on network folders.
 pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
     if !arbiter::policy(root).is_ok_and(|p| p.exact_lookups) {
         return Vec::new();
@@ -192,8 +187,7 @@ pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Put `id` on the roster `ids` (as read under the mutex the caller holds), if it is not there
-/// yet.
+/// Put `id` on the roster `ids` (as read under the mutex the caller holds), if it is not there.
 pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     if ids.iter().any(|i| i == id) {
         return Ok(());
@@ -235,16 +229,14 @@ pub(super) fn tops(root: &Path) -> Vec<PathBuf> {
     tops
 }
 
-/// The lock files under the folder `rel_dir` (empty: the whole tree) in each of the work trees
-/// `tops`, keyed by the path relative to their own tree, found by [`walk_unignored`].
+/// The lock files under `rel_dir` (empty: all) in each work tree of `tops`, relative to it.
 pub(super) fn scan_folder(tops: &[PathBuf], rel_dir: &str) -> Vec<LockEntry> {
     (tops.iter())
         .flat_map(|top| walk_unignored(&Workspace::at(top.clone()), rel_dir))
         .collect()
 }
 
-/// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore,
-/// by a walk (`ignore`) that honours the ignore file of the repository's config.
+/// The lock files under `rel_dir` (empty: all) that git does not ignore (its excludes file too).
 fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, overrides::OverrideBuilder};
     let root = ws.root();

@@ -8,8 +8,7 @@ use super::LockEntry;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 
-/// Remove a stale lock, but only if it is still exactly what was judged stale, and its entry
-/// in the index of `root` once it is gone (whichever work tree it lay in).
+/// Remove a stale lock only if still exactly what was judged stale, and then its index entry.
 pub(super) fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
     let gone = || {
         super::index::forget_removed(root, &e.file, &e.agent, &e.lock_path);
