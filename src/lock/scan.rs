@@ -52,10 +52,8 @@ pub(super) struct Listing<'a> {
     pub(super) sweep: bool,
     /// Agents whose locks are also looked up by their exact names ([`lookup_roster`]).
     pub(super) roster: &'a [String],
-    /// An agent whose locks are left unread: the caller knows what it wrote itself.
+    /// An agent whose locks are left unread (the caller knows what it wrote), in this tree only.
     pub(super) except: Option<&'a str>,
-    /// Leave out the same paths in the repository's other work trees.
-    pub(super) this_tree_only: bool,
 }
 
 #[cfg(test)]
@@ -81,7 +79,7 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
     list_folders(targets, how, network, None, &mut out)?;
     // The same paths in the other work trees of the repository: a lock there holds the file
     // here too.
-    if let Some(root) = root.filter(|_| !how.this_tree_only) {
+    if let Some(root) = root.filter(|_| how.except.is_none()) {
         for tree in crate::worktree::others(&root) {
             let there = Listing {
                 sweep: false,

@@ -416,14 +416,12 @@ impl<'a> Try<'a> {
         let (root, me) = (self.ws.root(), self.req.agent.id());
         let newcomers = Listing {
             except: Some(me),
-            this_tree_only: true,
             ..Listing::default()
         };
         let published: Vec<Target> = plans.iter().map(|p| p.key.clone()).collect();
         for mut entries in list_locks_each(&published, newcomers)? {
             classify(root, &mut entries, &mut self.cache, &self.now);
-            if let Some(e) = (entries.iter()).find(|e| e.agent != me && e.state != LockState::Stale)
-            {
+            if let Some(e) = entries.iter().find(|e| e.state != LockState::Stale) {
                 return Ok(Some(blocker_of(root, e, &self.now)));
             }
         }
