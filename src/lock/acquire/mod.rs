@@ -475,30 +475,28 @@ impl Tries<'_> {
         on_event: &mut dyn FnMut(&LockEvent),
     ) -> Result<()> {
         let (ws, targets) = (self.ws, self.targets);
-        let probe = Probe {
-            record: blocker.record.take().into(),
-            queue: self
-                .tickets
-                .as_ref()
-                .filter(|_| self.mine.held.is_empty())
-                .map(|t| (queue::dirs(ws.root(), targets), t.seq)),
-            open_tickets: self.policy.exact_lookups,
-            ahead: Default::default(),
-            files: targets.iter().map(|t| t.abs.clone()).collect(),
-            agent: self.req.agent.id().to_string(),
-            hand_over: self.policy.fs.served_locally(),
-        };
+        let record = blocker.record.take();
         if !self.may_wait || self.deadline.passed() {
             return Err(self.refusal(blocker));
         }
         let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
         self.tell(blocker, on_event);
+        let probe = Probe {
+            record: record.into(),
+            queue: (self.tickets.as_ref())
+                .filter(|_| self.mine.held.is_empty())
+                .map(|t| (queue::dirs(ws.root(), targets), t.seq)),
+            ahead: Default::default(),
+            at: (ws.root(), targets),
+            agent: self.req.agent.id(),
+            policy: &self.policy,
+        };
         if claims_involved {
             // A claim is in the way, or asked for: `.coord/claims` and the claim queues are
             // looked at again shortly (claims are few; a try reads one small file).
             std::thread::sleep(self.deadline.next_sleep(CLAIM_RECHECK));
         } else {
-            if self.waits.watches.is_none() && !probe.hand_over {
+            if self.waits.watches.is_none() && !self.policy.fs.served_locally() {
                 // What blocked the try may have gone before the watch was made: look once,
                 // without the mutex, and try again at once only if it did.
                 self.waits.watches = Some(watch_for(ws.root(), targets));
@@ -506,14 +504,7 @@ impl Tries<'_> {
                     return Ok(());
                 }
             }
-            let policy = &self.policy;
-            sleep(
-                &mut self.waits,
-                (ws.root(), targets),
-                &probe,
-                policy,
-                self.deadline,
-            );
+            sleep(&mut self.waits, &probe, self.deadline);
         }
         // Asked to stop: dropping `self` leaves the queue and resets the presence on the way out.
         self.stopped()?;

@@ -22,21 +22,19 @@ const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
 const HANDOFF_LOOK: Duration = Duration::from_millis(100);
 
 /// What a woken waiter re-reads, without the mutex, before trying in full.
-pub(super) struct Probe {
+pub(super) struct Probe<'a> {
     /// The blocking lock and its bytes as read (later: the lock the waiter ahead took of ours).
     pub(super) record: RefCell<Option<(PathBuf, Vec<u8>)>>,
     /// Our queue folders and ticket number, when we hold no lock (else only a full try can judge).
     pub(super) queue: Option<(Vec<PathBuf>, u64)>,
-    /// Whether a listed ticket must also open to count (where listings may lag other machines).
-    pub(super) open_tickets: bool,
     /// The ticket last seen just before ours: while it stands, we are not first.
     pub(super) ahead: RefCell<Option<PathBuf>>,
-    /// The files waited for.
-    pub(super) files: Vec<PathBuf>,
+    /// The workspace root, and the files waited for.
+    pub(super) at: (&'a Path, &'a [Target]),
     /// Our agent id (a lock of our own name is for a full try to judge).
-    pub(super) agent: String,
-    /// Whether to sleep on the hand-off of the file in front of us (local folders only).
-    pub(super) hand_over: bool,
+    pub(super) agent: &'a str,
+    /// Whether listings may lag (a ticket must open to count) and hand-offs work (local folders).
+    pub(super) policy: &'a Policy,
 }
 
 /// What a woken waiter sees before trying in full.
@@ -50,17 +48,17 @@ pub(super) enum Look {
     Changed,
 }
 
-impl Probe {
+impl Probe<'_> {
     /// Whether a full try would surely still find us blocked, and why.
     pub(super) fn look(&self) -> Look {
         if let Some((dirs, seq)) = &self.queue {
             let last = self.ahead.take();
             let ahead = last
                 .clone()
-                .filter(|t| queue::ticket_stands(t, self.open_tickets))
+                .filter(|t| queue::ticket_stands(t, self.policy.exact_lookups))
                 .or_else(|| {
                     dirs.iter()
-                        .find_map(|d| queue::ticket_before(d, *seq, self.open_tickets))
+                        .find_map(|d| queue::ticket_before(d, *seq, self.policy.exact_lookups))
                 });
             if ahead.is_some() {
                 self.ahead.replace(ahead);
@@ -100,8 +98,8 @@ impl Probe {
         if agent == self.agent {
             return None;
         }
-        self.files.iter().find_map(|file| {
-            let path = layout::lock_file(file, agent);
+        self.at.1.iter().find_map(|t| {
+            let path = layout::lock_file(&t.abs, agent);
             let raw = fsutil::read_capped(&path, RECORD_CAP).ok()?;
             process_alive(&raw).then_some((path, raw))
         })
@@ -165,13 +163,8 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
 }
 
 /// Sleep until a full try is worth making.
-pub(super) fn sleep(
-    waits: &mut Waits,
-    (root, targets): (&Path, &[Target]),
-    probe: &Probe,
-    policy: &Policy,
-    deadline: Deadline,
-) {
+pub(super) fn sleep(waits: &mut Waits, probe: &Probe, deadline: Deadline) {
+    let ((root, targets), policy) = (probe.at, probe.policy);
     let full_every = if policy.exact_lookups {
         FULL_TRY_EVERY
     } else {
@@ -199,7 +192,7 @@ pub(super) fn sleep(
     };
     // What blocked the try may be gone already, and a waiter behind others learns whose ticket
     // stands just before its own.
-    let first = if probe.hand_over {
+    let first = if policy.fs.served_locally() {
         probe.look()
     } else {
         before
@@ -210,7 +203,7 @@ pub(super) fn sleep(
     loop {
         let in_front = probe
             .in_front(look)
-            .filter(|_| probe.hand_over && !waits.refused);
+            .filter(|_| policy.fs.served_locally() && !waits.refused);
         if waits.hand.as_ref().map(Handoff::path) != in_front.as_deref() {
             waits.hand = in_front.as_deref().and_then(Handoff::start);
         }
