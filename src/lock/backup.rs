@@ -17,8 +17,7 @@ pub fn write(root: &Path, target: &Target) -> Result<Option<String>> {
         return Ok(None);
     }
     let dst = layout::backup(&target.abs);
-    // A backup that already holds exactly this content (and mode) is left as it is: locking a
-    // file again without changing it then costs no write, no new inode, no rename.
+    // A backup holding this content (and mode) is left: relocking costs no write, inode or rename.
     if !fsutil::same_regular_files(&target.abs, &dst) {
         keep_generation(root, target);
         fsutil::copy_replace(&target.abs, &dst)?;

@@ -47,8 +47,7 @@ fn holders(
     now: &Timestamp,
 ) -> Vec<(String, String)> {
     let root = ws.root();
-    // A pattern is in the way of the locks on the files coord's index names that it matches,
-    // each once (verified by reading their lock files); a file, of the locks on it.
+    // A pattern is in the way of the indexed locks on paths it matches (each read); a file, of its.
     let (want, targets) = if claim {
         let Ok(want) = Pattern::parse(key) else {
             return Vec::new();

@@ -71,8 +71,7 @@ pub(crate) fn register(
     let shared = crate::worktree::shared_root(root);
     let (seq_path, queue_root) = (layout::queue_seq(&shared), layout::queue_root(&shared));
     fsutil::ensure_dir(&queue_root)?;
-    // `seq` may be missing, garbage, huge or not a file at all. The next number is also above
-    // every ticket still queued, so a damaged counter cannot let a new waiter jump the line.
+    // `seq` may be damaged or missing: the next number is also above every ticket still queued.
     let highest = (queue_folders(root).iter())
         .flat_map(|d| tickets_in(&d.path()).unwrap_or_default())
         .map(|(n, _)| n)
@@ -84,8 +83,7 @@ pub(crate) fn register(
         .unwrap_or(0)
         .max(highest);
     let seq = last.saturating_add(1);
-    // Best effort: the tickets themselves keep the order, so a `seq` that cannot be replaced
-    // (a folder, say) does not stop anyone from waiting.
+    // Best effort: the tickets themselves keep the order, whatever stands at `seq`.
     let text = format!("{seq}\n");
     if !fsutil::rewrite_in_place(&seq_path, text.as_bytes()).unwrap_or(false) {
         let _ = fsutil::replace(&seq_path, text.as_bytes());
@@ -107,10 +105,8 @@ pub(crate) fn register(
         rec.set("host", host::hostname());
         rec.set("since", crate::clock::now_string());
         let path = dir.join(layout::ticket_name(seq, agent.id()));
-        // Staged in the queues' own folder: the waiters already in line watch this queue for
-        // tickets going away, and a temporary name going away there would wake them all.
-        // Kept locked while it stands when handed over: the waiter behind it sleeps on that
-        // (`handoff`).
+        // Staged in the queue root: a temporary name going away in the queue would wake its
+        // waiters. Kept locked while it stands when handed over: the next sleeps on that.
         let published =
             fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes(), hand_over)
                 .map(|held| held.map(|file| handoff::keep(&path, file)));
@@ -190,8 +186,7 @@ pub fn live_tickets(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead
 fn live_record(path: &Path) -> Option<Record> {
     let (text, mtime) = fsutil::read_text_capped(path, RECORD_CAP).ok()?;
     let rec = Record::parse(&text);
-    // coord writes every ticket with its process; one without (empty, truncated, garbage) was
-    // not written by a waiter and must not hold the line for TICKET_TIMEOUT.
+    // coord writes every ticket with its process: one without must not hold the line.
     let pid = rec.get("pid").and_then(|p| p.parse::<u32>().ok())?;
     let h = rec.get_nonempty("host")?;
     if host::recorded_process_gone(pid, h) {
@@ -256,8 +251,7 @@ fn waiter(root: &Path, dir: &std::ffi::OsStr, e: &fs::DirEntry) -> Option<Waiter
     let name = e.file_name();
     let (seq, agent) = name.to_str().and_then(layout::parse_ticket)?;
     let rec = live_record(&e.path())?;
-    // A ticket must say which file it waits for, and that file must hash to the folder it
-    // stands in; anything else was not written by a waiter.
+    // A ticket must name the file it waits for, hashed to its folder, or a waiter did not write it.
     let file = rec.get_nonempty("file")?;
     let claim = rec.get("claim") == Some("yes");
     if dir_of(root, file, claim).file_name() != Some(dir) {

@@ -147,8 +147,7 @@ fn release_files(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut g = Gathered::default();
-    // Each folder listed once, in every work tree (temporary files of killed processes swept in
-    // the same pass, as `acquire` does).
+    // Each folder listed once, in every work tree (killed processes' temporary files swept too).
     let roster = lookup_roster(ws.root());
     let listing = Listing {
         sweep: true,
@@ -160,8 +159,7 @@ fn release_files(
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = match verdict(&entries, |e| e, agent.id(), force) {
             Ok(i) => g.ours(&target.rel, &entries[i]),
-            // No lock file in any work tree: an entry of ours left for it (its lock file
-            // removed by hand, or never published by a process killed in between) goes.
+            // No lock file in any work tree: an entry of ours left for it goes.
             Err(ReleaseOutcome::NotLocked) => {
                 index::forget(ws.root(), &target.rel, agent.id());
                 ReleaseOutcome::NotLocked
@@ -361,8 +359,7 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
         index::forget_removed(ws.root(), rel, agent.id(), path);
     }
     match written {
-        // Releasing needs no space: with the lock files gone (and their room freed), the
-        // presence is tried once more, so it does not keep saying LOCKED.
+        // Releasing needs no space: with the lock files gone, the presence is tried once more.
         Err(e) if e.is_no_space() => after_release(ws, agent, &HashSet::new()),
         other => other,
     }
@@ -370,8 +367,7 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
 
 /// Bring the agent's presence up to date for locks gone (or about to be: `gone`). Mutex held.
 fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Result<()> {
-    // Only a regular presence file is brought up to date: the locks are already gone, and a
-    // release must not fail (or follow a link) because something else stands there.
+    // Only a regular presence file is updated: a release must not fail or follow a link for it.
     let path = || layout::presence(&crate::worktree::shared_root(ws.root()), agent.id());
     let old = match presence::read(ws.root(), agent.id()) {
         Ok(Some(p)) => Some(p),

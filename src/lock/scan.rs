@@ -72,13 +72,11 @@ pub(crate) fn folder_listings() -> usize {
 pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Vec<Vec<LockEntry>>> {
     let mut out: Vec<Vec<LockEntry>> = vec![Vec::new(); targets.len()];
     let root = targets.first().and_then(root_of);
-    // Where lookups may be answered by a cache, a listed lock that will not open is asked of
-    // the server (`LockEntry::read_listed`).
+    // Where lookups may come from a cache, a listed lock that will not open is asked of the server.
     let network =
         (root.as_ref()).is_some_and(|r| arbiter::policy(r).is_ok_and(|p| p.exact_lookups));
     list_folders(targets, how, network, None, &mut out)?;
-    // The same paths in the other work trees of the repository: a lock there holds the file
-    // here too.
+    // The same paths in the other work trees of the repository: a lock there holds the file here.
     if let Some(root) = root.filter(|_| how.except.is_none()) {
         for tree in crate::worktree::others(&root) {
             let there = Listing {
@@ -88,8 +86,7 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
             list_folders(targets, there, false, Some(&tree.top), &mut out)?;
         }
     }
-    // A listing may come from a cache that has not seen another machine's new lock yet: where
-    // that can happen, every agent on the roster is also looked up by its exact lock name.
+    // A listing may lag another machine's new lock: there, the roster is looked up by exact name.
     for (target, found) in targets.iter().zip(out.iter_mut()) {
         for id in how.roster {
             let path = layout::lock_file(&target.abs, id);
@@ -244,8 +241,7 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
         return Vec::new();
     }
-    // A whitelist: files that may be lock files are yielded even when ignored, every other file
-    // is not yielded at all; folders are still judged by the ignore rules.
+    // Lock files are yielded even when ignored, no other file; folders obey the ignore rules.
     let mut names = OverrideBuilder::new(root);
     let overrides = names
         .add(&format!("*{}*", layout::LOCK_INFIX))
@@ -273,8 +269,7 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
         // A file that cannot be read is no rule, as for git.
         let _ = walk.add_ignore(excludes);
     }
-    // One thread: a walk skips what git ignores, and the parallel walker's idle workers poll
-    // every millisecond, which a small tree pays for at every hook call.
+    // One thread: the parallel walker's idle workers poll every millisecond, at every hook call.
     walk.build()
         .flatten()
         .filter(|entry| entry.depth() > 0)
@@ -285,8 +280,7 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 /// The lock the walk's entry at `path` is, when it is one.
 fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {
     let raw_name = path.file_name()?;
-    // A name that is not UTF-8 is still a lock when it reads as one: it is shown with the bad
-    // bytes replaced, flagged, and counted as a problem, never skipped.
+    // A name that is not UTF-8 still makes a lock: shown with bad bytes replaced, flagged.
     let name = raw_name.to_string_lossy();
     let (base, agent) = layout::parse_lock_name(&name)?;
     let file = ws.rel(&path.parent()?.join(base))?;

@@ -113,8 +113,7 @@ impl<'a> Try<'a> {
         let mut cache = StateCache::default();
         mine.presence = presence::read(root, me).ok().flatten();
         mine.held = own_locks_listed(ws, &req.agent, mine.presence.as_ref());
-        // Only the claims that can matter are judged: ours, and those that match a target or
-        // overlap a claim asked for.
+        // Only the claims that can matter are judged: ours, those matching a target or a claim.
         let (mut claims, unrelated) = claim::read_for(root);
         for c in &mut claims {
             if c.entry.agent == me
@@ -128,8 +127,7 @@ impl<'a> Try<'a> {
             .filter(|c| c.entry.agent == me && c.entry.state != LockState::Stale)
             .map(|c| c.entry.file.clone())
             .collect();
-        // Claim waiters stand in line for every file their pattern matches; a claim stands in
-        // line behind every waiter for what it overlaps.
+        // Claim waiters stand in line for the files they match, a claim behind what it overlaps.
         let waiters = if req.claims.is_empty() && mine.claims.is_empty() {
             queue::claim_waiters(root)
         } else {
@@ -206,8 +204,7 @@ impl<'a> Try<'a> {
         {
             return Err(claim_blocker(root, c, &target.rel, &self.now));
         }
-        // Our own name on the lock is not enough when it follows another live process of ours
-        // (`coord run`, `coord session`): two processes of one agent exclude each other too.
+        // Our own name is not enough on a lock of another live process of ours (`coord run`).
         let live_mine = mine.iter().filter(|m| m.state != LockState::Stale);
         if let Some(other) = live_mine
             .clone()
@@ -223,8 +220,7 @@ impl<'a> Try<'a> {
         if live_mine.count() == 0 {
             self.first_in_line(target)?;
         }
-        // A stale claim matching the file is taken over with it, as a stale lock on it is: left
-        // in place, it would hold the file again the moment its holder's presence came back.
+        // A stale claim on the file goes with it: left, it would hold the file if its holder came.
         let stale_claims = (self.foreign_claims(true))
             .filter(|c| c.pattern.matches(&target.rel))
             .map(|c| c.entry.clone())
@@ -328,13 +324,11 @@ impl<'a> Try<'a> {
         created: &mut Vec<(String, PathBuf)>,
     ) -> Result<Attempt> {
         let policy = self.ws.policy()?;
-        // Where folder listings may lag other machines, a lock is also looked up by its exact
-        // name for every agent on the roster: be on it before the lock exists.
+        // Where listings lag, locks are also looked up by name for the roster's agents: join it.
         if policy.exact_lookups {
             join_roster(self.ws.root(), roster, self.me())?;
         }
-        // A process that releases before it exits keeps its new locks locked until then: the
-        // first waiter in line sleeps on that (`handoff`).
+        // A process releasing before it exits keeps new locks locked: the next one sleeps on that.
         let hold = handoff::holds_locks() && policy.fs.served_locally();
         let locked_at = clock::format_timestamp(&self.now);
         let mut got = Vec::with_capacity(plans.len() + claim_plans.len());
@@ -344,14 +338,12 @@ impl<'a> Try<'a> {
         if let Some(b) = self.newcomer(plans)? {
             return Ok(Attempt::Busy(b));
         }
-        // Fencing: what this try saw and published counts only if the arbitration is still ours
-        // (a holder stopped past its lease may have been overtaken).
+        // Fencing: this try counts only if the arbitration is still ours (a stalled holder's not).
         if !mutex.still_held() {
             return Ok(Attempt::Fenced);
         }
         self.write_presence(&got)?;
-        // Stale claims taken over go when `.coord/claims` is rewritten, under this same hold of
-        // the mutex they were judged under (only a holder of it writes that file).
+        // Stale claims taken over go in the rewrite of `.coord/claims`, under this same mutex.
         let over: Vec<&LockEntry> = (plans.iter().flat_map(|p| &p.stale_claims))
             .chain(claim_plans.iter().flat_map(|p| &p.stale_claims))
             .collect();
@@ -389,8 +381,7 @@ impl<'a> Try<'a> {
         } else {
             fsutil::replace(&path, text.as_bytes())?;
         }
-        // A lock of ours made by hand under another spelling (`FILE.lock.Claude`) is replaced
-        // by the canonical name, not kept beside it.
+        // A lock of ours made by hand under another spelling is replaced by the canonical one.
         if let Some(m) = mine
             && m.lock_path != path
         {
@@ -507,8 +498,7 @@ fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
     if req.owner.as_ref().is_some_and(|o| o.pid == pid) || pid == host::pid() {
         return false;
     }
-    // Taken in the client session this process runs in (a shell of a client whose process is
-    // not among our ancestors: Codex's sandbox runs it in a pid namespace of its own).
+    // Taken in the client session we run in (Codex's sandbox hides our ancestors).
     if let Some((client, session)) = m.client_session()
         && (req.runs_in.as_ref()).is_some_and(|c| c.client == client && c.session == session)
     {
@@ -521,8 +511,7 @@ fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
 fn other_origin(m: &LockEntry) -> Option<String> {
     let theirs = m.field("origin")?;
     let same_host = m.field("host").is_none_or(|h| h == host::hostname());
-    // Taken below the same live process as this one (an agent client's session: its hook, MCP
-    // server and shell commands run in different POSIX sessions): one origin.
+    // Below the same live process as us (a client's hook, MCP server and shells): one origin.
     let same_tree = m.process().is_some_and(|(pid, h)| {
         h == host::hostname() && (pid == host::pid() || host::is_ancestor(pid))
     });

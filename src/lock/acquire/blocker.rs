@@ -136,8 +136,7 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
             Some(expires.max(inactive))
         })(),
     };
-    // Where the lock lies, when that is another work tree of the repository:
-    // `Claude (worktree /repo-b, branch feature)`.
+    // In another work tree of the repository: `Claude (worktree /repo-b, branch feature)`.
     let holder = match crate::worktree::tree_of(root, &e.lock_path) {
         Some(t) if t.top != root => format!(
             "{} ({})",

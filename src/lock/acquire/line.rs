@@ -19,13 +19,11 @@ impl Drop for Tries<'_> {
         };
         // How we sleep goes first (its watches and hand-off), then our place in line.
         self.waits = Waits::default();
-        // A stop request (a signal, the client of `coord mcp` gone) ended the wait: cleaning up
-        // still takes the mutex, waiting a little for a holder of it.
+        // A stop request ended the wait: cleaning up still takes the mutex, waiting a little.
         let mutex = crate::wait::finishing(|| self.ws.lock_mutex_within(CLEANUP_PATIENCE));
         match mutex {
             Ok(_mutex) => settle(self.ws, &self.req.agent, &tickets),
-            // The tickets stay, judged dead once this process is gone; their locks go now, so
-            // that a long-lived process (`coord mcp`) does not keep them.
+            // The tickets stay, dead once we are gone; their locks go now (`coord mcp` lives on).
             Err(_) => {
                 for path in &tickets.paths {
                     crate::wait::handoff::let_go(path);

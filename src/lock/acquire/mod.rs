@@ -235,8 +235,7 @@ pub fn acquire_shared(
         last_touch: Instant::now(),
         mine: Mine::default(),
     };
-    // What this request publishes is decided by the remote itself (`share`); the rest is judged
-    // by the other clones' claims as last synced, read again at most every 2 s while waiting.
+    // The remote decides what this request publishes (`share`); the rest is judged as synced.
     let shared = sharing.is_some();
     let files: &[Target] = if shared && reach.files { &[] } else { &targets };
     let claims: &[Pattern] = if shared && reach.claims {
@@ -248,8 +247,7 @@ pub fn acquire_shared(
     let mut acquired = loop {
         let held = remote_claim::held_elsewhere(ws, &req.agent, files, claims, reread);
         if let Some(blocker) = held {
-            // Paused at most [`REREAD`] before the remote is read again; a place in line here,
-            // from an earlier try, is kept meanwhile.
+            // Paused at most [`REREAD`] before the remote is read again, our place here kept.
             let pause = |deadline: Deadline| crate::wait::pause(deadline.next_sleep(REREAD));
             tries.wait_remote(blocker, on_event, false, pause)?;
             tries.keep_tickets_alive()?;
@@ -272,13 +270,11 @@ pub fn acquire_shared(
             Attempt::Fenced => {}
         }
     };
-    // Recorded while the ticket still stands, so that a reader of the history never sees the
-    // wait end before the lock it ended with.
+    // Recorded while the ticket stands: the history never shows the wait end before the lock.
     super::events::taken(ws.root(), req, &acquired, started);
     tries.tickets = None;
     if tries.policy.exact_lookups {
-        // A shared folder on a network filesystem: what this machine cached about the files
-        // may predate the last holder's writes (fsutil::refresh_attributes).
+        // On a network filesystem, cached attributes may predate the last holder's writes.
         for t in &targets {
             fsutil::refresh_attributes(&t.abs);
         }
@@ -439,8 +435,7 @@ impl Tries<'_> {
     /// About to wait: refuse a deadlock, else take a ticket (once; fenced if the lease is lost).
     fn line_up(&mut self, mutex: &Guard) -> Result<Option<Attempt>> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
-        // Every time we would wait, so the last one to close a cycle sees it even when it
-        // formed while we waited.
+        // Each time we would wait: the last to close a cycle sees it, even one formed meanwhile.
         if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
             && let Some(err) = deadlock(ws, req, targets, self.tickets.as_ref())
         {
@@ -492,13 +487,11 @@ impl Tries<'_> {
             policy: &self.policy,
         };
         if claims_involved {
-            // A claim is in the way, or asked for: `.coord/claims` and the claim queues are
-            // looked at again shortly (claims are few; a try reads one small file).
+            // A claim is involved: look again shortly (claims are few; a try reads one small file).
             std::thread::sleep(self.deadline.next_sleep(CLAIM_RECHECK));
         } else {
             if self.waits.watches.is_none() && !self.policy.fs.served_locally() {
-                // What blocked the try may have gone before the watch was made: look once,
-                // without the mutex, and try again at once only if it did.
+                // What blocked us may be gone before the watch was made: look once, retry if it is.
                 self.waits.watches = Some(watch_for(ws.root(), targets));
                 if probe.look() == Look::Changed {
                     return Ok(());
@@ -609,8 +602,7 @@ impl Tries<'_> {
             if let Some(t) = &self.tickets
                 && queue::touch(t).is_err()
             {
-                // Our ticket was judged dead (we were stopped too long): leave what is left of
-                // it; the next attempt registers anew, its queue folders watched afresh.
+                // Our ticket was judged dead (stopped too long): leave it; the next try queues.
                 let _mutex = ws.lock_mutex()?;
                 queue::leave(t);
                 self.tickets = None;

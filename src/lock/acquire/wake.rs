@@ -64,15 +64,13 @@ impl Probe<'_> {
                 self.ahead.replace(ahead);
                 return Look::Behind;
             }
-            // First in line now. The waiter just ahead most likely left its line because it
-            // took its locks: its lock is what we wait for now.
+            // First in line now: the waiter just ahead most likely took its locks: we wait on them.
             if let Some(taken) = last.and_then(|t| self.taken_by(&t)) {
                 self.record.replace(Some(taken));
                 return Look::Blocked;
             }
         }
-        // The blocking lock file still holds exactly what it held (one open and read: no mutex,
-        // no listing) and names no process of this host that is gone.
+        // The blocking lock holds what it held (one read, no mutex), naming no gone local process.
         let unchanged = |path, raw: &[u8]| {
             fsutil::read_capped(path, RECORD_CAP).is_ok_and(|now| now == raw && process_alive(&now))
         };
@@ -190,8 +188,7 @@ pub(super) fn sleep(waits: &mut Waits, probe: &Probe, deadline: Deadline) {
         }
         Some(if look == Look::Changed { before } else { look })
     };
-    // What blocked the try may be gone already, and a waiter behind others learns whose ticket
-    // stands just before its own.
+    // What blocked the try may be gone; a waiter behind others learns whose ticket is just ahead.
     let first = if policy.fs.served_locally() {
         probe.look()
     } else {
