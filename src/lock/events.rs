@@ -1,5 +1,4 @@
-//! The history events of locks and claims: each transition builds its event here and hands it
-//! to [`history::record`].
+//! The history events of locks and claims, each built here for [`history::record`].
 
 use std::path::Path;
 use std::time::Instant;

@@ -1,6 +1,5 @@
-//! The index of the locks coord made: `.coord/held/`, one empty entry per lock file
-//! ([`layout::held_entry`]), so that the views (`status`, `check`, a session's start) find
-//! them without walking the tree, in ignored folders (`node_modules/`, `target/`) too.
+//! The index of the locks coord made: `.coord/held/`, one entry per lock file, so that the
+//! views find them without walking the tree, in ignored folders (`node_modules/`) too.
 
 use std::fs;
 use std::io;

@@ -1,6 +1,5 @@
-//! Finding lock files: those of one target (one listing of its folder, plus exact-name lookups
-//! for every agent on the roster where listings lag), every lock under the root, and the locks
-//! an agent's presence lists that it still holds. Nothing here judges or removes a lock.
+//! Finding lock files: a target's (its folder listed once, the roster looked up where listings
+//! lag), every lock under the root, those a presence lists. Nothing here judges or removes one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;

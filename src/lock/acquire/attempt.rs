@@ -1,8 +1,6 @@
-//! One try, under the workspace mutex, in steps: read what the try decides on ([`Try::read`]),
-//! judge each file ([`Try::plan_lock`]) and each claim asked for ([`Try::plan_claim`]), take
-//! stale locks over (re-verified), publish our records, look once more for a lock made by hand,
-//! check the arbitration is still ours, and write the presence once. Anything that fails after
-//! publishing withdraws what this try published.
+//! One try, under the workspace mutex: read, judge each file and claim, take stale locks over
+//! (re-verified), publish, look once more for a lock made by hand, check the arbitration is
+//! still ours, write the presence once. A failure after publishing withdraws what it published.
 
 // A step's `Err` is what stands in the way: the try's outcome, made once per try.
 #![allow(clippy::result_large_err)]
