@@ -343,9 +343,8 @@ fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
     Some(((meta.dev(), meta.ino()), bytes))
 }
 
-/// Remove our lock files `ours` (file, lock file) and bring the presence up to date: the
-/// presence is decided and written first (once), and the lock files go last, so that a waiter
-/// woken by their removal finds the mutex free a moment later rather than still held by us.
+/// Remove our lock files `ours` (file, lock file), the presence written first (once): a waiter
+/// woken by their removal then finds the mutex free a moment later, not still held by us.
 fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> Result<()> {
     let released: HashSet<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
     let written = after_release(ws, agent, &released);

@@ -83,8 +83,7 @@ fn real_entry(dir: &Path, text: &str) -> LockEntry {
 
 /// A lock unchanged since it was judged (or gone already) is taken over, leaving nothing in its
 /// folder; one renewed or touched (a hand-made lock is refreshed so) in between stands alone.
-/// #45: where hard links do not exist (SMB through smbnetfs), the renewed lock moved aside is
-/// put back as a copy.
+/// #45: where hard links do not exist (SMB), the renewed lock moved aside is put back as a copy.
 #[test]
 fn take_over_removes_only_a_lock_unchanged_since_it_was_judged() {
     let renew = |p: &Path| std::fs::write(p, "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n");

@@ -288,9 +288,8 @@ pub fn acquire_shared(
     })
 }
 
-/// Write `FILE.bak` for each lock just taken: a refresh keeps the backup (FILE may hold our
-/// edit), a takeover of a stale lock keeps its crashed holder's (FILE may be half-written).
-/// A backup that fails releases every lock taken.
+/// Write `FILE.bak` for each lock taken, but a refresh keeps the backup (FILE may hold our edit),
+/// a takeover its crashed holder's (FILE may be half-written); a failure releases every lock.
 fn back_up(
     ws: &Workspace,
     req: &LockRequest,
