@@ -155,11 +155,16 @@ impl<'a> Try<'a> {
         self.req.agent.id()
     }
 
-    /// The judged claims of other agents: not stale (`stale` false), or stale.
-    fn foreign_claims(&self, stale: bool) -> impl Iterator<Item = &claim::Judged> {
+    /// The judged claims of other agents, stale or not (`stale`), whose pattern `on` accepts.
+    fn foreign_claims(
+        &self,
+        stale: bool,
+        on: impl Fn(&Pattern) -> bool,
+    ) -> impl Iterator<Item = &claim::Judged> {
         let me = self.me();
-        (self.claims.iter())
-            .filter(move |c| c.entry.agent != me && (c.entry.state == LockState::Stale) == stale)
+        (self.claims.iter()).filter(move |c| {
+            c.entry.agent != me && (c.entry.state == LockState::Stale) == stale && on(&c.pattern)
+        })
     }
 
     /// Whether waiter `seq` waits for something we hold: letting it block us would deadlock both.
@@ -189,18 +194,15 @@ impl<'a> Try<'a> {
         target: &'a Target,
         mut entries: Vec<LockEntry>,
     ) -> Result<Plan<&'a Target>, Blocker> {
-        let root = self.ws.root();
+        let (root, rel) = (self.ws.root(), target.rel.as_str());
         classify(root, &mut entries, &mut self.cache, &self.now);
         let (mine, foreign): (Vec<_>, Vec<_>) =
             entries.into_iter().partition(|e| e.agent == self.me());
         if let Some(live) = foreign.iter().find(|e| e.state != LockState::Stale) {
             return Err(blocker_of(root, live, &self.now));
         }
-        if let Some(c) = self
-            .foreign_claims(false)
-            .find(|c| c.pattern.matches(&target.rel))
-        {
-            return Err(claim_blocker(root, c, &target.rel, &self.now));
+        if let Some(c) = self.foreign_claims(false, |p| p.matches(rel)).next() {
+            return Err(claim_blocker(root, c, rel, &self.now));
         }
         // Our own name is not enough on a lock of another live process of ours (`coord run`).
         let live_mine = mine.iter().filter(|m| m.state != LockState::Stale);
@@ -219,8 +221,7 @@ impl<'a> Try<'a> {
             self.first_in_line(target)?;
         }
         // A stale claim on the file goes with it: left, it would hold the file if its holder came.
-        let stale_claims = (self.foreign_claims(true))
-            .filter(|c| c.pattern.matches(&target.rel))
+        let stale_claims = (self.foreign_claims(true, |p| p.matches(rel)))
             .map(|c| c.entry.clone())
             .collect();
         Ok(Plan {
@@ -251,10 +252,7 @@ impl<'a> Try<'a> {
     /// Judge one claim asked for: free of other agents' claims and locks, first in line.
     fn plan_claim(&mut self, want: &'a Pattern) -> Result<Plan<&'a Pattern>, Blocker> {
         let (root, text) = (self.ws.root(), want.as_str());
-        if let Some(c) = self
-            .foreign_claims(false)
-            .find(|c| c.pattern.overlaps(want))
-        {
+        if let Some(c) = self.foreign_claims(false, |p| p.overlaps(want)).next() {
             return Err(claim_blocker(root, c, text, &self.now));
         }
         let stale_locks = self.locks_under(want)?;
@@ -273,8 +271,7 @@ impl<'a> Try<'a> {
             mine: (self.claims.iter())
                 .find(|c| c.entry.agent == me && c.entry.file == text)
                 .map(|c| c.entry.clone()),
-            stale_claims: (self.foreign_claims(true))
-                .filter(|c| c.pattern.overlaps(want))
+            stale_claims: (self.foreign_claims(true, |p| p.overlaps(want)))
                 .map(|c| c.entry.clone())
                 .collect(),
             stale_locks,
