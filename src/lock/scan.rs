@@ -47,7 +47,7 @@ fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
 /// How [`list_locks_each`] lists the locks of targets.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Listing<'a> {
-    /// Also remove coord's temporary files left by killed processes, in the same pass.
+    /// Also remove coord's temporary files left by killed processes (this work tree only).
     pub(super) sweep: bool,
     /// Agents whose locks are also looked up by their exact names ([`lookup_roster`]).
     pub(super) roster: &'a [String],
@@ -78,11 +78,7 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
     // The same paths in the other work trees of the repository: a lock there holds the file here.
     if let Some(root) = root.filter(|_| how.except.is_none()) {
         for tree in crate::worktree::others(&root) {
-            let there = Listing {
-                sweep: false,
-                ..how
-            };
-            list_folders(targets, there, false, Some(&tree.top), &mut out)?;
+            list_folders(targets, how, false, Some(&tree.top), &mut out)?;
         }
     }
     // A listing may lag another machine's new lock: there, the roster is looked up by exact name.
@@ -150,7 +146,7 @@ fn list_folders(
                     }
                 }
                 Some(_) => {}
-                None if how.sweep => {
+                None if how.sweep && tree.is_none() => {
                     fsutil::sweep_entry(&entry);
                 }
                 None => {}
@@ -323,11 +319,8 @@ pub(super) fn own_locks_listed(
     agent: &AgentId,
     p: Option<&presence::Presence>,
 ) -> Vec<String> {
-    let Some(p) = p else {
-        return Vec::new();
-    };
-    p.locks()
-        .into_iter()
+    let listed = p.map(presence::Presence::locks).unwrap_or_default();
+    (listed.into_iter())
         .filter(|rel| {
             ws.target_from_rel(rel)
                 .is_ok_and(|t| fs::symlink_metadata(layout::lock_file(&t.abs, agent.id())).is_ok())
