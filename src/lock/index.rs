@@ -43,9 +43,7 @@ pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Pa
 /// The locks coord made as its index lists them (file, agent), unverified, unordered, no walk.
 pub fn entries(root: &Path) -> Vec<(String, String)> {
     let dir = layout::held_dir(&crate::worktree::shared_root(root));
-    let Ok(list) = crate::fsutil::read_dir(&dir) else {
-        return Vec::new();
-    };
+    let list = crate::fsutil::read_dir(&dir).into_iter().flatten();
     list.flatten()
         .filter_map(|entry| {
             let name = entry.file_name();

@@ -168,9 +168,7 @@ pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
         return Vec::new();
     }
     let roster = layout::roster(&crate::worktree::shared_root(root));
-    let Ok(bytes) = fsutil::read_capped(&roster, RECORD_CAP) else {
-        return Vec::new();
-    };
+    let bytes = fsutil::read_capped(&roster, RECORD_CAP).unwrap_or_default();
     (String::from_utf8_lossy(&bytes).lines().map(str::trim))
         .filter(|id| crate::workspace::is_valid_agent_id(id))
         .map(str::to_string)
