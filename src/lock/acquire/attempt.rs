@@ -14,14 +14,14 @@ use super::super::{
     remote_claim, take_over,
 };
 use super::blocker::{blocker_of, claim_blocker};
-use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver};
+use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver, Tries};
 use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp};
 use crate::error::Result;
 use crate::fsutil;
 use crate::host;
 use crate::layout;
-use crate::lock::queue::{self, Tickets, Waiter};
+use crate::lock::queue::{self, Waiter};
 use crate::pattern::Pattern;
 use crate::presence::{self, LockStatus, StateCache};
 use crate::record::Record;
@@ -29,16 +29,10 @@ use crate::wait::handoff;
 use crate::workspace::{Target, Workspace};
 
 /// One try, under the mutex: take every target and claim asked for, or none.
-pub(super) fn attempt(
-    ws: &Workspace,
-    mutex: &Guard,
-    req: &LockRequest,
-    targets: &[Target],
-    tickets: Option<&Tickets>,
-    mine: &mut Mine,
-) -> Result<Attempt> {
+pub(super) fn attempt(tries: &mut Tries, mutex: &Guard) -> Result<Attempt> {
+    let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
     let roster = lookup_roster(ws.root());
-    let mut t = Try::read(ws, req, targets, tickets, mine);
+    let mut t = Try::read(tries);
     let listing = Listing {
         sweep: true,
         roster: &roster,
@@ -99,13 +93,9 @@ struct Try<'a> {
 
 impl<'a> Try<'a> {
     /// Our presence (only we write it while we hold the mutex), its locks, the claims, the queue.
-    fn read(
-        ws: &'a Workspace,
-        req: &'a LockRequest,
-        targets: &'a [Target],
-        tickets: Option<&Tickets>,
-        mine: &'a mut Mine,
-    ) -> Try<'a> {
+    fn read(tries: &'a mut Tries) -> Try<'a> {
+        let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
+        let (mine, tickets) = (&mut tries.mine, tries.tickets.as_ref());
         let (root, me) = (ws.root(), req.agent.id());
         let now = clock::now();
         let mut cache = StateCache::default();

@@ -2,14 +2,14 @@
 //! without the lock, and the deadlock check made every time a request would wait.
 
 use super::super::own_locks_listed;
+use super::Tries;
 use super::wake::Waits;
-use super::{LockRequest, Tries};
 use crate::clock;
 use crate::error::Error;
 use crate::lock::deadlock::{self, WaitEdge};
 use crate::lock::queue::{self, Tickets, Waiter};
 use crate::presence::{self, StateCache};
-use crate::workspace::{AgentId, Target, Workspace};
+use crate::workspace::{AgentId, Workspace};
 
 /// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
 impl Drop for Tries<'_> {
@@ -49,12 +49,8 @@ pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
 }
 
 /// The deadlock waiting for `targets` would close, if any: who waits for whom leads back to us.
-pub(super) fn deadlock(
-    ws: &Workspace,
-    req: &LockRequest,
-    targets: &[Target],
-    tickets: Option<&Tickets>,
-) -> Option<Error> {
+pub(super) fn deadlock(tries: &Tries) -> Option<Error> {
+    let (ws, req, targets, tickets) = (tries.ws, tries.req, tries.targets, tries.tickets.as_ref());
     let me = req.agent.id();
     let now = clock::now();
     let mut cache = StateCache::default();

@@ -398,14 +398,7 @@ impl Tries<'_> {
                 None => return Err(e),
             },
         };
-        let attempt = attempt(
-            ws,
-            &mutex,
-            req,
-            targets,
-            self.tickets.as_ref(),
-            &mut self.mine,
-        )?;
+        let attempt = attempt(self, &mutex)?;
         match &attempt {
             Attempt::Got(_) => self.leave_line(),
             Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
@@ -436,7 +429,7 @@ impl Tries<'_> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // Each time we would wait: the last to close a cycle sees it, even one formed meanwhile.
         if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
-            && let Some(err) = deadlock(ws, req, targets, self.tickets.as_ref())
+            && let Some(err) = deadlock(self)
         {
             if let Some(t) = self.tickets.take() {
                 settle(ws, &req.agent, &t);
