@@ -234,6 +234,7 @@ pub fn acquire_shared(
         told: None,
         last_touch: Instant::now(),
         mine: Mine::default(),
+        on_event,
     };
     // The remote decides what this request publishes (`share`); the rest is judged as synced.
     let shared = sharing.is_some();
@@ -249,7 +250,7 @@ pub fn acquire_shared(
         if let Some(blocker) = held {
             // Paused at most [`REREAD`] before the remote is read again, our place here kept.
             let pause = |deadline: Deadline| crate::wait::pause(deadline.next_sleep(REREAD));
-            tries.wait_remote(blocker, on_event, false, pause)?;
+            tries.wait_remote(blocker, false, pause)?;
             tries.keep_tickets_alive()?;
             // The last look, past the deadline, reads nothing more.
             let last = tries.deadline.passed();
@@ -261,12 +262,12 @@ pub fn acquire_shared(
                 None => break list,
                 // `None`: held by another clone, given back and waited for; try again in full.
                 Some(s) => {
-                    if let Some(list) = tries.share(s, list, on_event)? {
+                    if let Some(list) = tries.share(s, list)? {
                         break list;
                     }
                 }
             },
-            Attempt::Busy(blocker) => tries.wait_after(blocker, on_event)?,
+            Attempt::Busy(blocker) => tries.wait_after(blocker)?,
             Attempt::Fenced => {}
         }
     };
@@ -379,6 +380,8 @@ struct Tries<'a> {
     /// When our tickets were last kept alive.
     last_touch: Instant,
     mine: Mine,
+    /// Told what is worth telling the user.
+    on_event: &'a mut dyn FnMut(&LockEvent),
 }
 
 impl Tries<'_> {
@@ -456,18 +459,14 @@ impl Tries<'_> {
     }
 
     /// After a try found `blocker` in the way: give up, or tell the user and sleep till worth it.
-    fn wait_after(
-        &mut self,
-        mut blocker: Blocker,
-        on_event: &mut dyn FnMut(&LockEvent),
-    ) -> Result<()> {
+    fn wait_after(&mut self, mut blocker: Blocker) -> Result<()> {
         let (ws, targets) = (self.ws, self.targets);
         let record = blocker.record.take();
         if !self.may_wait || self.deadline.passed() {
             return Err(self.refusal(blocker));
         }
         let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
-        self.tell(blocker, on_event);
+        self.tell(blocker);
         let probe = Probe {
             record: record.into(),
             queue: (self.tickets.as_ref())
@@ -497,12 +496,7 @@ impl Tries<'_> {
     }
 
     /// The try took everything here: publish what `s` shares on the remote, the mutex free.
-    fn share(
-        &mut self,
-        s: &Sharing,
-        mut got: Vec<Acquired>,
-        on_event: &mut dyn FnMut(&LockEvent),
-    ) -> Result<Option<Vec<Acquired>>> {
+    fn share(&mut self, s: &Sharing, mut got: Vec<Acquired>) -> Result<Option<Vec<Acquired>>> {
         let (ws, req) = (self.ws, self.req);
         let held = match remote_claim::publish(ws, req, s) {
             Ok(remote::Claimed::Published(p)) => {
@@ -522,7 +516,7 @@ impl Tries<'_> {
         };
         remote_claim::withdraw(ws, &req.agent, &got);
         let blocker = remote_claim::blocker(&held, &s.remote);
-        self.wait_remote(blocker, on_event, true, |deadline| {
+        self.wait_remote(blocker, true, |deadline| {
             remote_claim::wait_free(ws, &req.agent, s, deadline)
         })?;
         Ok(None)
@@ -532,7 +526,6 @@ impl Tries<'_> {
     fn wait_remote(
         &mut self,
         blocker: Blocker,
-        on_event: &mut dyn FnMut(&LockEvent),
         always: bool,
         pause: impl FnOnce(Deadline),
     ) -> Result<()> {
@@ -546,7 +539,7 @@ impl Tries<'_> {
         if always || self.told.is_none() {
             remote_claim::say_waiting(ws, agent, true);
         }
-        self.tell(blocker, on_event);
+        self.tell(blocker);
         pause(self.deadline);
         if let Err(e) = self.stopped() {
             remote_claim::say_waiting(ws, agent, false);
@@ -556,14 +549,14 @@ impl Tries<'_> {
     }
 
     /// Tell the user what stands in the way: once when the wait starts, then when it changes.
-    fn tell(&mut self, blocker: Blocker, on_event: &mut dyn FnMut(&LockEvent)) {
+    fn tell(&mut self, blocker: Blocker) {
         let situation = blocker.situation();
         match &self.told {
             None => {
                 super::events::waiting(self.ws.root(), self.req, &blocker.file, &blocker.holder);
-                on_event(&LockEvent::Waiting(blocker));
+                (self.on_event)(&LockEvent::Waiting(blocker));
             }
-            Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),
+            Some(told) if *told != situation => (self.on_event)(&LockEvent::Changed(blocker)),
             Some(_) => {}
         }
         self.told = Some(situation);
