@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::super::LockEntry;
+use super::super::{LockEntry, claim};
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Refusal};
 use crate::host;
@@ -159,16 +159,11 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
 }
 
 /// The blocker of `key` (a file or pattern) by another agent's claim `c`, named as a claim.
-pub(super) fn claim_blocker(
-    root: &Path,
-    c: &super::super::claim::Judged,
-    key: &str,
-    now: &Timestamp,
-) -> Blocker {
+pub(super) fn claim_blocker(root: &Path, c: &claim::Judged, key: &str, now: &Timestamp) -> Blocker {
     let mut b = blocker_of(root, &c.entry, now);
     b.file = key.to_string();
     b.record = None;
-    b.holder = super::super::claim::holder_text(root, &c.entry);
+    b.holder = claim::holder_text(root, &c.entry);
     b.pattern = Some(c.entry.file.clone());
     b
 }

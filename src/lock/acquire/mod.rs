@@ -281,7 +281,7 @@ pub fn acquire_shared(
         }
     }
     if req.backup {
-        back_up(ws, req, &targets, &mut acquired)?;
+        back_up(&tries, &mut acquired)?;
     }
     Ok(Acquisition {
         acquired,
@@ -291,12 +291,8 @@ pub fn acquire_shared(
 
 /// Write `FILE.bak` for each lock taken, but a refresh keeps the backup (FILE may hold our edit),
 /// a takeover its crashed holder's (FILE may be half-written); a failure releases every lock.
-fn back_up(
-    ws: &Workspace,
-    req: &LockRequest,
-    targets: &[Target],
-    acquired: &mut [Acquired],
-) -> Result<()> {
+fn back_up(tries: &Tries, acquired: &mut [Acquired]) -> Result<()> {
+    let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
     for (i, target) in targets.iter().enumerate() {
         let a = &mut acquired[i];
         let kept = backup::existing(target);
