@@ -180,14 +180,9 @@ pub(super) fn release_here(
 }
 
 /// Our claim `all[i]` is released (it goes, and is marked if published on the remote).
-fn ours(
-    all: &[LockEntry],
-    i: usize,
-    gone: &mut [bool],
-    marked: &mut Vec<Marked>,
-) -> ReleaseOutcome {
+fn ours(all: &[LockEntry], i: usize, gone: &mut [bool], marks: &mut Vec<Marked>) -> ReleaseOutcome {
     gone[i] = true;
-    marked.extend(Marked::of(&all[i], true));
+    marks.extend(Marked::of(&all[i], true));
     ReleaseOutcome::Released
 }
 
