@@ -6,7 +6,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::super::scan::{Listing, lookup_roster, scan_folder, tops};
 use super::super::{
@@ -352,7 +352,7 @@ impl<'a> Try<'a> {
     ) -> Result<Acquired> {
         let (target, mine) = (plan.key, plan.mine.as_ref());
         let token = token_of(mine);
-        let text = record(self.req, locked_at, &token, &target.rel, None);
+        let text = self.record(&token, &target.rel, None);
         let text = remote_claim::keep_mark(text, mine);
         let path = layout::lock_file(&target.abs, self.me());
         // The index names the lock before it exists (the views find it without a walk).
@@ -446,7 +446,7 @@ impl<'a> Try<'a> {
         for p in plans {
             let token = token_of(p.mine.as_ref());
             let place = Some((root, branch.as_deref()));
-            let text = record(self.req, locked_at, &token, p.key.as_str(), place);
+            let text = self.record(&token, p.key.as_str(), place);
             records.push(remote_claim::keep_mark(text, p.mine.as_ref()));
             let locks = (p.stale_locks.iter()).map(|e| TakeOver::lock(e, Some(&e.file)));
             let took_over = (p.stale_claims.iter().map(TakeOver::claim)).chain(locks);
@@ -463,6 +463,46 @@ impl<'a> Try<'a> {
         }
         claim::write_all(root, &records)?;
         Ok(out)
+    }
+
+    /// The text of our record of `key`: a lock's file, or with `claim` (its work tree and branch) a
+    /// claim's pattern. The seed's keys first, then coord's own, `reason` last.
+    fn record(&self, token: &str, key: &str, claim: Option<(&Path, Option<&str>)>) -> String {
+        let req = self.req;
+        let mut rec = Record::new();
+        rec.set("Agent", req.agent.name());
+        if claim.is_some() {
+            rec.set("id", req.agent.id());
+        }
+        rec.set("locked_at", clock::format_timestamp(&self.now));
+        rec.set(if claim.is_some() { "pattern" } else { "file" }, key);
+        rec.set("token", token);
+        rec.set("ttl", clock::format_duration(req.ttl));
+        rec.set("host", host::hostname());
+        rec.set("origin", host::origin());
+        if let Some(owner) = &req.owner {
+            rec.set("pid", owner.pid.to_string());
+            if let Some(start) = host::start_time(owner.pid) {
+                rec.set("pid_start", start.to_string());
+            }
+            if let Some(s) = &owner.session {
+                rec.set("session", s);
+            }
+            if let Some(c) = &owner.client {
+                rec.set("client", &c.client);
+                rec.set("client_session", &c.session);
+            }
+        }
+        if let Some((tree, branch)) = claim {
+            rec.set("worktree", tree.display().to_string());
+            if let Some(branch) = branch {
+                rec.set("branch", branch);
+            }
+        }
+        if let Some(reason) = &req.reason {
+            rec.set("reason", reason);
+        }
+        rec.render()
     }
 }
 
@@ -520,49 +560,4 @@ struct Plan<K> {
     mine: Option<LockEntry>,
     stale_locks: Vec<LockEntry>,
     stale_claims: Vec<LockEntry>,
-}
-
-/// The text of our record of `key`: a lock's file, or with `claim` (its work tree and branch) a
-/// claim's pattern. The seed's keys first, then coord's own, `reason` last.
-fn record(
-    req: &LockRequest,
-    locked_at: &str,
-    token: &str,
-    key: &str,
-    claim: Option<(&std::path::Path, Option<&str>)>,
-) -> String {
-    let mut rec = Record::new();
-    rec.set("Agent", req.agent.name());
-    if claim.is_some() {
-        rec.set("id", req.agent.id());
-    }
-    rec.set("locked_at", locked_at);
-    rec.set(if claim.is_some() { "pattern" } else { "file" }, key);
-    rec.set("token", token);
-    rec.set("ttl", clock::format_duration(req.ttl));
-    rec.set("host", host::hostname());
-    rec.set("origin", host::origin());
-    if let Some(owner) = &req.owner {
-        rec.set("pid", owner.pid.to_string());
-        if let Some(start) = host::start_time(owner.pid) {
-            rec.set("pid_start", start.to_string());
-        }
-        if let Some(s) = &owner.session {
-            rec.set("session", s);
-        }
-        if let Some(c) = &owner.client {
-            rec.set("client", &c.client);
-            rec.set("client_session", &c.session);
-        }
-    }
-    if let Some((tree, branch)) = claim {
-        rec.set("worktree", tree.display().to_string());
-        if let Some(branch) = branch {
-            rec.set("branch", branch);
-        }
-    }
-    if let Some(reason) = &req.reason {
-        rec.set("reason", reason);
-    }
-    rec.render()
 }
