@@ -75,9 +75,10 @@ fn conflicts_and_dead_processes_are_judged() {
     assert_eq!(judge(entries, &now), [LockState::Stale]);
 }
 
-fn real_entry(dir: &Path, text: &str) -> LockEntry {
+/// An old lock `F.lock.x` planted in `dir`, as read.
+fn real_entry(dir: &Path) -> LockEntry {
     let path = dir.join("F.lock.x");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n").unwrap();
     LockEntry::read(path, "F".into(), "x".into()).unwrap()
 }
 
@@ -102,10 +103,7 @@ fn take_over_removes_only_a_lock_unchanged_since_it_was_judged() {
     ];
     for (what, change, hard_links, taken) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let e = real_entry(
-            dir.path(),
-            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
-        );
+        let e = real_entry(dir.path());
         change(&e.lock_path);
         let now = std::fs::read(&e.lock_path).ok();
         let got = if hard_links {
@@ -126,10 +124,7 @@ fn take_over_removes_only_a_lock_unchanged_since_it_was_judged() {
 #[test]
 fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
     let dir = tempfile::tempdir().unwrap();
-    let e = real_entry(
-        dir.path(),
-        "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
-    );
+    let e = real_entry(dir.path());
     let chattr = |flag| {
         std::process::Command::new("chattr")
             .args([flag])
