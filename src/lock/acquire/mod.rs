@@ -219,14 +219,12 @@ pub fn acquire_shared(
     }
     let sharing = Sharing::of(ws, req, &targets, reach)?;
     // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
-    let policy = ws.policy()?;
-    let started = Instant::now();
     let mut tries = Tries {
         ws,
         req,
         targets: &targets,
-        policy,
-        started,
+        policy: ws.policy()?,
+        started: Instant::now(),
         deadline: Deadline::after(req.wait.as_duration()),
         may_wait: req.wait != Wait::For(Duration::ZERO),
         waits: Waits::default(),
@@ -272,7 +270,7 @@ pub fn acquire_shared(
         }
     };
     // Recorded while the ticket stands: the history never shows the wait end before the lock.
-    super::events::taken(ws.root(), req, &acquired, started);
+    super::events::taken(ws.root(), req, &acquired, tries.started);
     tries.tickets = None;
     if tries.policy.exact_lookups {
         // On a network filesystem, cached attributes may predate the last holder's writes.
@@ -285,7 +283,7 @@ pub fn acquire_shared(
     }
     Ok(Acquisition {
         acquired,
-        waited_ms: started.elapsed().as_millis() as u64,
+        waited_ms: tries.started.elapsed().as_millis() as u64,
     })
 }
 
@@ -577,14 +575,13 @@ impl Tries<'_> {
 
     /// Touch our tickets every [`queue::TOUCH_EVERY`]; queue up again if they were judged dead.
     fn keep_tickets_alive(&mut self) -> Result<()> {
-        let ws = self.ws;
         if self.last_touch.elapsed() >= queue::TOUCH_EVERY {
             self.last_touch = Instant::now();
             if let Some(t) = &self.tickets
                 && queue::touch(t).is_err()
             {
                 // Our ticket was judged dead (stopped too long): leave it; the next try queues.
-                let _mutex = ws.lock_mutex()?;
+                let _mutex = self.ws.lock_mutex()?;
                 queue::leave(t);
                 self.tickets = None;
                 self.waits = Waits::default();
