@@ -315,10 +315,9 @@ impl<'a> Try<'a> {
         }
         // A process releasing before it exits keeps new locks locked: the next one sleeps on that.
         let hold = handoff::holds_locks() && policy.fs.served_locally();
-        let locked_at = clock::format_timestamp(&self.now);
         let mut got = Vec::with_capacity(plans.len() + claim_plans.len());
         for plan in plans {
-            got.push(self.publish_lock(plan, &locked_at, hold, created)?);
+            got.push(self.publish_lock(plan, hold, created)?);
         }
         if let Some(b) = self.newcomer(plans)? {
             return Ok(Attempt::Busy(b));
@@ -338,7 +337,7 @@ impl<'a> Try<'a> {
         if !mutex.still_held() {
             return Ok(Attempt::Fenced);
         }
-        got.extend(self.publish_claims(claim_plans, &over, &locked_at)?);
+        got.extend(self.publish_claims(claim_plans, &over)?);
         Ok(Attempt::Got(got))
     }
 
@@ -346,7 +345,6 @@ impl<'a> Try<'a> {
     fn publish_lock(
         &self,
         plan: &Plan<&Target>,
-        locked_at: &str,
         hold: bool,
         created: &mut Vec<(String, PathBuf)>,
     ) -> Result<Acquired> {
@@ -378,7 +376,7 @@ impl<'a> Try<'a> {
         Ok(Acquired {
             file: target.rel.clone(),
             lock_file: self.ws.rel(&path).unwrap_or_default(),
-            locked_at: locked_at.to_string(),
+            locked_at: clock::format_timestamp(&self.now),
             token,
             refreshed: !made,
             held_from: mine.filter(|_| !made).and_then(other_origin),
@@ -427,7 +425,6 @@ impl<'a> Try<'a> {
         &self,
         plans: &[Plan<&Pattern>],
         over: &[&LockEntry],
-        locked_at: &str,
     ) -> Result<Vec<Acquired>> {
         let root = self.ws.root();
         let same = |a: &LockEntry, b: &LockEntry| a.raw == b.raw && a.agent == b.agent;
@@ -453,7 +450,7 @@ impl<'a> Try<'a> {
             out.push(Acquired {
                 file: p.key.as_str().to_string(),
                 lock_file: lock_file.clone(),
-                locked_at: locked_at.to_string(),
+                locked_at: clock::format_timestamp(&self.now),
                 token,
                 refreshed: p.mine.is_some(),
                 took_over: took_over.collect(),
