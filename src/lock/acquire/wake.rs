@@ -163,7 +163,8 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
 /// Sleep until a full try is worth making.
 pub(super) fn sleep(waits: &mut Waits, probe: &Probe, deadline: Deadline) {
     let ((root, targets), policy) = (probe.at, probe.policy);
-    let full_every = if policy.exact_lookups {
+    let (exact, hand_over) = (policy.exact_lookups, policy.fs.served_locally());
+    let full_every = if exact {
         FULL_TRY_EVERY
     } else {
         policy.recheck
@@ -176,10 +177,8 @@ pub(super) fn sleep(waits: &mut Waits, probe: &Probe, deadline: Deadline) {
     } else {
         Look::Blocked
     };
-    // Looking before sleeping may end the sleep at once, but only once between two real sleeps:
-    // some blocks look changed without being so (a waiter holding locks is blocked by the
-    // queue, which it does not look at), and trying again at once every time would spin under
-    // the mutex.
+    // Looking may end the sleep at once, but only once between two sleeps: some blocks look
+    // changed without being so (a waiter holding locks ignores the queue), and we would spin.
     let may_return = !std::mem::take(&mut waits.returned_at_once);
     let mut at_once = |look: Look| {
         if look == Look::Changed && may_return {
@@ -189,18 +188,12 @@ pub(super) fn sleep(waits: &mut Waits, probe: &Probe, deadline: Deadline) {
         Some(if look == Look::Changed { before } else { look })
     };
     // What blocked the try may be gone; a waiter behind others learns whose ticket is just ahead.
-    let first = if policy.fs.served_locally() {
-        probe.look()
-    } else {
-        before
-    };
+    let first = if hand_over { probe.look() } else { before };
     let Some(mut look) = at_once(first) else {
         return;
     };
     loop {
-        let in_front = probe
-            .in_front(look)
-            .filter(|_| policy.fs.served_locally() && !waits.refused);
+        let in_front = probe.in_front(look).filter(|_| hand_over && !waits.refused);
         if waits.hand.as_ref().map(Handoff::path) != in_front.as_deref() {
             waits.hand = in_front.as_deref().and_then(Handoff::start);
         }
@@ -239,7 +232,7 @@ pub(super) fn sleep(waits: &mut Waits, probe: &Probe, deadline: Deadline) {
         look = probe.look();
         step = match look {
             Look::Changed => break,
-            Look::Blocked if policy.exact_lookups => (policy.recheck / 5).max(FIRST_IN_LINE_MIN),
+            Look::Blocked if exact => (policy.recheck / 5).max(FIRST_IN_LINE_MIN),
             Look::Blocked | Look::Behind => policy.recheck,
         };
     }
