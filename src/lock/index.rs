@@ -28,9 +28,8 @@ pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
 
 /// Remove the entry of `agent`'s lock on `rel` (under the mutex, the lock file gone; best effort).
 pub(super) fn forget(root: &Path, rel: &str, agent: &str) {
-    let _ = fsutil::raw::remove_file(
-        &layout::held_entry(&crate::worktree::shared_root(root), rel, agent).0,
-    );
+    let (entry, _) = layout::held_entry(&crate::worktree::shared_root(root), rel, agent);
+    let _ = fsutil::raw::remove_file(&entry);
 }
 
 /// Forget the entry of `agent`'s lock file `lock_path` on `rel`, just removed, in any work tree.

@@ -175,10 +175,8 @@ impl LockEntry {
                     ..LockEntry::new(lock_path.clone(), file.clone(), agent.clone(), None)
                 })
             }),
-            Ok(true) => {
-                let _ = fsutil::raw::remove_file(&lock_path);
-                None
-            }
+            // Made here, so it was not there: it goes again.
+            Ok(true) => fsutil::raw::remove_file(&lock_path).ok().and(None),
             Err(_) => None,
         }
     }
