@@ -163,12 +163,8 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
 /// Sleep until a full try is worth making.
 pub(super) fn sleep(waits: &mut Waits, probe: &Probe, deadline: Deadline) {
     let ((root, targets), policy) = (probe.at, probe.policy);
-    let (exact, hand_over) = (policy.exact_lookups, policy.fs.served_locally());
-    let full_every = if exact {
-        FULL_TRY_EVERY
-    } else {
-        policy.recheck
-    };
+    let (lags, hand_over) = (policy.exact_lookups, policy.fs.served_locally());
+    let full_every = if lags { FULL_TRY_EVERY } else { policy.recheck };
     let since = Instant::now();
     let mut step = policy.recheck;
     // Blocked by the queue alone (no lock record), the last try found us behind.
@@ -232,7 +228,7 @@ pub(super) fn sleep(waits: &mut Waits, probe: &Probe, deadline: Deadline) {
         look = probe.look();
         step = match look {
             Look::Changed => break,
-            Look::Blocked if exact => (policy.recheck / 5).max(FIRST_IN_LINE_MIN),
+            Look::Blocked if lags => (policy.recheck / 5).max(FIRST_IN_LINE_MIN),
             Look::Blocked | Look::Behind => policy.recheck,
         };
     }
