@@ -292,10 +292,8 @@ pub enum Fence {
     File {
         /// The lock file, in whatever spelling the agent wrote it (`FILE.lock.Claude`).
         path: PathBuf,
-        /// Its device and inode.
-        identity: (u64, u64),
-        /// Its content.
-        bytes: Vec<u8>,
+        /// Its device and inode, and its content.
+        seen: ((u64, u64), Vec<u8>),
     },
 }
 
@@ -315,12 +313,9 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         if let Some(token) = e.token() {
             return Some(Fence::Token(token.to_string()));
         }
-        let (identity, bytes) = file_identity(&e.lock_path)?;
-        Some(Fence::File {
-            path: e.lock_path,
-            identity,
-            bytes,
-        })
+        let seen = file_identity(&e.lock_path)?;
+        let path = e.lock_path;
+        Some(Fence::File { path, seen })
     })
 }
 
@@ -328,11 +323,7 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
 pub fn holds_fence(target: &Target, agent: &AgentId, fence: &Fence) -> bool {
     match fence {
         Fence::Token(token) => own_token(target, agent).as_ref() == Some(token),
-        Fence::File {
-            path,
-            identity,
-            bytes,
-        } => file_identity(path).is_some_and(|(i, b)| i == *identity && b == *bytes),
+        Fence::File { path, seen } => file_identity(path).as_ref() == Some(seen),
     }
 }
 
