@@ -220,10 +220,8 @@ pub(crate) fn claim_waiters(root: &Path) -> Vec<Waiter> {
     let any = queue_folders(root).iter().any(|d| {
         (d.file_name().to_str()).is_some_and(|n| n.starts_with(layout::CLAIM_QUEUE_PREFIX))
     });
-    if !any {
-        return Vec::new();
-    }
-    waiters(root).into_iter().filter(|w| w.claim).collect()
+    let claims = || waiters(root).into_iter().filter(|w| w.claim).collect();
+    any.then(claims).unwrap_or_default()
 }
 
 /// Whether waiter `seq` also waits for one of `files` or of the claims `patterns`, under mutex.
