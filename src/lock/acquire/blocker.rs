@@ -110,10 +110,8 @@ pub fn format_since(ts: Option<&Timestamp>, now: &Timestamp) -> String {
 
 pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
     let presence = presence::read(root, &e.agent).ok().flatten();
-    let task = presence
-        .as_ref()
-        .and_then(|p| p.field("working_on").map(str::to_string));
-    let working_on = working_text(task.as_deref(), e.reason());
+    let task = presence.as_ref().and_then(|p| p.field("working_on"));
+    let working_on = working_text(task, e.reason());
     let holder_state = presence.as_ref().map(|p| p.state(now));
     let follows = e.process().and_then(|(pid, h)| {
         (h == host::hostname() && !host::recorded_process_gone_since(pid, h, e.process_start()))
