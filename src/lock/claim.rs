@@ -89,8 +89,7 @@ pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
     if records.is_empty() {
         return fsutil::remove(&path).map(drop);
     }
-    let text: Vec<String> = records
-        .iter()
+    let text: Vec<String> = (records.iter())
         .map(|r| format!("{}\n", r.trim_end_matches('\n')))
         .collect();
     fsutil::replace(&path, text.join("\n").as_bytes())

@@ -81,8 +81,7 @@ pub(super) fn gone(root: &Path) -> Vec<(String, String)> {
         return entries;
     }
     let tops = super::scan::tops(root);
-    entries
-        .into_iter()
+    (entries.into_iter())
         .filter(|(rel, agent)| {
             tops.iter().all(|top| {
                 fs::symlink_metadata(layout::lock_file(&top.join(rel), agent))

@@ -97,8 +97,7 @@ fn stale_reason(
 
 /// Problems a strict check reports: stale and conflicting locks, and names that are not UTF-8.
 pub fn problems(entries: &[LockEntry]) -> Vec<&LockEntry> {
-    entries
-        .iter()
+    (entries.iter())
         .filter(|e| e.state != LockState::Live || e.bad_name())
         .collect()
 }

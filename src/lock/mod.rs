@@ -141,9 +141,7 @@ impl LockEntry {
 
     /// A lock record of `bytes` (`None`: not read), unjudged: `since` is its `locked_at`.
     fn new(lock_path: PathBuf, file: String, agent: String, bytes: Option<Vec<u8>>) -> LockEntry {
-        let record = bytes
-            .as_ref()
-            .map(|b| Record::parse(&String::from_utf8_lossy(b)));
+        let record = (bytes.as_ref()).map(|b| Record::parse(&String::from_utf8_lossy(b)));
         let since = (record.as_ref())
             .and_then(|r| r.get("locked_at"))
             .and_then(clock::parse_timestamp);
@@ -260,8 +258,7 @@ mod tests;
 
 /// Forget the index's entries whose lock file is gone (`dry_run`: only say which): their paths.
 pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
-    index::gone(root)
-        .into_iter()
+    (index::gone(root).into_iter())
         .map(|(rel, agent)| {
             if !dry_run {
                 index::forget(root, &rel, &agent);

@@ -284,8 +284,7 @@ pub(crate) fn ticket_stands(path: &Path, open: bool) -> bool {
 
 /// The folders a waiter for `targets` should watch for queue changes.
 pub(crate) fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
-    targets
-        .iter()
+    (targets.iter())
         .map(|t| dir_of(root, &t.rel, false))
         .collect()
 }

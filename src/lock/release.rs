@@ -105,9 +105,7 @@ fn held_targets(
     walked: impl Iterator<Item = String>,
 ) -> Vec<Target> {
     let me = presence::read(ws.root(), agent.id()).ok().flatten();
-    let indexed = index::entries(ws.root())
-        .into_iter()
-        .filter(|(_, a)| a == agent.id());
+    let indexed = (index::entries(ws.root()).into_iter()).filter(|(_, a)| a == agent.id());
     let listed = own_locks_listed(ws, agent, me.as_ref());
     let mut seen = HashSet::new();
     (walked.chain(indexed.map(|(rel, _)| rel)).chain(listed))
@@ -118,8 +116,7 @@ fn held_targets(
 
 /// The locks `agent` took in session `session_id`, each with its token, found through the index.
 pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(Target, String)> {
-    index::entries(ws.root())
-        .into_iter()
+    (index::entries(ws.root()).into_iter())
         .filter(|(_, a)| a == agent.id())
         .filter_map(|(rel, a)| {
             let target = ws.target_from_rel(&rel).ok()?;
@@ -302,8 +299,7 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
     if let Some(token) = own_token(target, agent) {
         return Some(Fence::Token(token));
     }
-    let mut mine: Vec<LockEntry> = super::locks_of(target)
-        .into_iter()
+    let mut mine: Vec<LockEntry> = (super::locks_of(target).into_iter())
         .filter(|e| e.agent == agent.id())
         .collect();
     // The canonical spelling first, then the others in name order.
@@ -364,8 +360,7 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
         Err(_) if fs::symlink_metadata(path()).is_ok_and(|m| m.is_file()) => None,
         Ok(None) | Err(_) => return Ok(()),
     };
-    let held: Vec<String> = own_locks_listed(ws, agent, old.as_ref())
-        .into_iter()
+    let held: Vec<String> = (own_locks_listed(ws, agent, old.as_ref()).into_iter())
         .filter(|rel| !gone.contains(&rel.as_str()))
         .collect();
     let update = presence::Update {

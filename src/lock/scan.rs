@@ -296,8 +296,7 @@ pub fn scan_judged(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> V
 
 /// Files the scan could not read as lock records, for `status`.
 pub fn unreadable(entries: &[LockEntry], ws: &Workspace) -> Vec<Unreadable> {
-    entries
-        .iter()
+    (entries.iter())
         .filter_map(|e| {
             Some(Unreadable {
                 // A name that is not UTF-8 is shown with its bad bytes replaced.

@@ -125,9 +125,7 @@ impl<'a> Try<'a> {
             ws,
             req,
             targets,
-            my_claims: mine
-                .claims
-                .iter()
+            my_claims: (mine.claims.iter())
                 .filter_map(|c| Pattern::parse(c).ok())
                 .collect(),
             mine,
@@ -280,8 +278,7 @@ impl<'a> Try<'a> {
             .flat_map(|t| super::super::locks_of(&t))
             .collect();
         found.extend(
-            scan_folder(&tops(ws.root()), &want.literal_prefix())
-                .into_iter()
+            (scan_folder(&tops(ws.root()), &want.literal_prefix()).into_iter())
                 .filter(|e| want.matches(&e.file)),
         );
         let mut seen = HashSet::new();

@@ -71,8 +71,7 @@ pub(super) fn deadlock(tries: &Tries) -> Option<Error> {
     if edges.is_empty() {
         return None;
     }
-    let others: Vec<_> = queue::waiters(ws.root())
-        .into_iter()
+    let others: Vec<_> = (queue::waiters(ws.root()).into_iter())
         .filter(|w| Some(w.seq) != my_seq)
         .collect();
     edges.extend(deadlock::edges(ws, &others, &mut cache, &now));

@@ -300,10 +300,7 @@ fn back_up(tries: &Tries, acquired: &mut [Acquired]) -> Result<()> {
             a.backup = Some(kept);
             a.backup_kept = true;
         } else if let Err(e) = backup::write(ws.root(), target).map(|b| a.backup = b) {
-            let tokens = targets
-                .iter()
-                .cloned()
-                .zip(acquired.iter().map(|a| a.token.clone()));
+            let tokens = (targets.iter().cloned()).zip(acquired.iter().map(|a| a.token.clone()));
             let _ = release_tokens(ws, &req.agent, &tokens.collect::<Vec<_>>(), true);
             return Err(e);
         }
