@@ -104,9 +104,7 @@ pub(super) fn raw_text(e: &LockEntry) -> String {
 fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
     let record = Record::parse(block);
     let pattern = record.get_nonempty("pattern")?.to_string();
-    let id = record
-        .get_nonempty("id")
-        .or_else(|| record.get_nonempty("Agent"));
+    let id = (record.get_nonempty("id")).or_else(|| record.get_nonempty("Agent"));
     let agent = id.map(str::to_ascii_lowercase).unwrap_or_default();
     let raw = Some(block.as_bytes().to_vec());
     Some(LockEntry::new(path.to_path_buf(), pattern, agent, raw))

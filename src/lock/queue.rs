@@ -192,9 +192,7 @@ fn live_record(path: &Path) -> Option<Record> {
     if host::recorded_process_gone(pid, h) {
         return None;
     }
-    let fresh = mtime
-        .and_then(|m| m.elapsed().ok())
-        .is_some_and(|age| age <= TICKET_TIMEOUT);
+    let fresh = (mtime.and_then(|m| m.elapsed().ok())).is_some_and(|age| age <= TICKET_TIMEOUT);
     fresh.then_some(rec)
 }
 

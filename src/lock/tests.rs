@@ -165,8 +165,7 @@ fn the_index_reads_back_every_path_it_was_given() {
     index::note(root, "a.md", "gemini").unwrap();
     let mut got = index::entries(root);
     got.sort();
-    let mut want: Vec<(String, String)> = paths
-        .iter()
+    let mut want: Vec<(String, String)> = (paths.iter())
         .map(|p| (p.to_string(), "claude".to_string()))
         .collect();
     want.push(("a.md".into(), "gemini".into()));

@@ -269,9 +269,7 @@ impl<'a> Try<'a> {
     /// Others' locks on the paths `want` matches (indexed, or found by a walk), each once, stale.
     fn locks_under(&mut self, want: &Pattern) -> Result<Vec<LockEntry>, Blocker> {
         let (ws, me) = (self.ws, self.req.agent.id());
-        let indexed = self
-            .indexed
-            .get_or_insert_with(|| index::entries(ws.root()));
+        let indexed = (self.indexed).get_or_insert_with(|| index::entries(ws.root()));
         let mut found: Vec<LockEntry> = (indexed.iter())
             .filter(|(rel, agent)| agent != me && want.matches(rel))
             .filter_map(|(rel, _)| ws.target_from_rel(rel).ok())

@@ -380,10 +380,7 @@ impl Tries<'_> {
     fn once(&mut self) -> Result<Attempt> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // The mutex is held for microseconds; a holder that keeps it longer is stopped or stuck.
-        let patience = self
-            .deadline
-            .next_sleep(crate::arbiter::MUTEX_PATIENCE)
-            .max(MUTEX_FLOOR);
+        let patience = (self.deadline.next_sleep(crate::arbiter::MUTEX_PATIENCE)).max(MUTEX_FLOOR);
         let mutex = match ws.lock_mutex_within(patience) {
             Ok(m) => m,
             Err(e) if matches!(e, Error::Interrupted { .. }) => return Err(e),

@@ -53,8 +53,7 @@ impl Probe<'_> {
     pub(super) fn look(&self) -> Look {
         if let Some((dirs, seq)) = &self.queue {
             let last = self.ahead.take();
-            let ahead = last
-                .clone()
+            let ahead = (last.clone())
                 .filter(|t| queue::ticket_stands(t, self.policy.exact_lookups))
                 .or_else(|| {
                     dirs.iter()
