@@ -177,9 +177,7 @@ pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
             path: (path.strip_prefix(root))
                 .map_or_else(|_| path.display().to_string(), |r| r.display().to_string()),
             bytes: meta.len(),
-            saved_at: (saved_at.as_ref())
-                .map(crate::clock::format_timestamp)
-                .unwrap_or_default(),
+            saved_at: (saved_at.as_ref().map(crate::clock::format_timestamp)).unwrap_or_default(),
             abs: path,
         });
     }

@@ -56,8 +56,7 @@ pub(super) fn refused(root: &Path, req: &LockRequest, err: crate::Error) -> crat
         | crate::Error::WaitTimedOut { file, holder, .. } => (Some(file), Some(holder.as_str())),
         _ => (None, None),
     };
-    let mut event = Event::new(Kind::LockRefused, req.agent.id())
-        .with("holder", holder)
+    let mut event = (Event::new(Kind::LockRefused, req.agent.id()).with("holder", holder))
         .with("why", err.to_string());
     if let Some(f) = file.or_else(|| req.targets.first().map(|t| &t.rel)) {
         event = event.file(f);

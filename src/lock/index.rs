@@ -59,9 +59,7 @@ fn plain_relative(rel: &str) -> bool {
     !rel.is_empty()
         && !rel.starts_with('/')
         && !rel.contains('\0')
-        && rel
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != "..")
+        && (rel.split('/')).all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
 /// Remove every entry whose lock file is [`gone`], and the leftovers of older coords in `.coord/`.

@@ -142,9 +142,8 @@ impl LockEntry {
     /// A lock record of `bytes` (`None`: not read), unjudged: `since` is its `locked_at`.
     fn new(lock_path: PathBuf, file: String, agent: String, bytes: Option<Vec<u8>>) -> LockEntry {
         let record = (bytes.as_ref()).map(|b| Record::parse(&String::from_utf8_lossy(b)));
-        let since = (record.as_ref())
-            .and_then(|r| r.get("locked_at"))
-            .and_then(clock::parse_timestamp);
+        let since =
+            (record.as_ref().and_then(|r| r.get("locked_at"))).and_then(clock::parse_timestamp);
         LockEntry {
             lock_path,
             file,
@@ -243,9 +242,7 @@ impl LockEntry {
 
     /// Whether the lock file's name is not valid UTF-8 (its `file` is then shown lossily).
     pub fn bad_name(&self) -> bool {
-        self.lock_path
-            .file_name()
-            .is_some_and(|n| n.to_str().is_none())
+        (self.lock_path.file_name()).is_some_and(|n| n.to_str().is_none())
     }
 }
 

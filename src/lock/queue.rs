@@ -45,12 +45,8 @@ fn dir_of(root: &Path, key: &str, claim: bool) -> PathBuf {
 /// The tickets (number, path) in the queue folder `dir`, unsorted; `None` if it cannot be listed.
 fn tickets_in(dir: &Path) -> Option<Vec<(u64, PathBuf)>> {
     let entries = fsutil::read_dir(dir).ok()?.flatten();
-    let number = |e: &fs::DirEntry| e.file_name().to_str().and_then(layout::parse_ticket_name);
-    Some(
-        entries
-            .filter_map(|e| Some((number(&e)?, e.path())))
-            .collect(),
-    )
+    let n = |e: &fs::DirEntry| e.file_name().to_str().and_then(layout::parse_ticket_name);
+    Some(entries.filter_map(|e| Some((n(&e)?, e.path()))).collect())
 }
 
 /// The queue folders (files' and claims') under the queue root.
@@ -77,8 +73,7 @@ pub(crate) fn register(
         .map(|(n, _)| n)
         .max()
         .unwrap_or(0);
-    let last: u64 = fsutil::read_capped(&seq_path, 64)
-        .ok()
+    let last: u64 = (fsutil::read_capped(&seq_path, 64).ok())
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
         .unwrap_or(0)
         .max(highest);

@@ -275,9 +275,8 @@ pub fn release_tokens(
 /// The token of `agent`'s lock on `target`, when it holds one.
 pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
     let path = layout::lock_file(&target.abs, agent.id());
-    LockEntry::read(path, target.rel.clone(), agent.id().to_string())?
-        .token()
-        .map(str::to_string)
+    let e = LockEntry::read(path, target.rel.clone(), agent.id().to_string())?;
+    e.token().map(str::to_string)
 }
 
 /// What proves a lock is still the one held when an operation began (`write`, `note`, `restore`).

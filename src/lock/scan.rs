@@ -22,9 +22,8 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 
 /// [`locks_of`], with an error when the folder cannot be listed (not a folder without locks).
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
-    Ok(try_locks_each(std::slice::from_ref(target))?
-        .pop()
-        .unwrap_or_default())
+    let mut each = try_locks_each(std::slice::from_ref(target))?;
+    Ok(each.pop().unwrap_or_default())
 }
 
 /// The lock files of each of `targets`, sorted by agent, each folder listed once (or no locks).

@@ -26,9 +26,7 @@ pub(super) fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
             ),
         });
     }
-    let aside = fsutil::temp_in(dir)
-        .at("create a temporary file in", dir)?
-        .into_temp_path();
+    let aside = (fsutil::temp_in(dir).at("create a temporary file in", dir)?).into_temp_path();
     match fsutil::rename(&e.lock_path, &aside) {
         Ok(()) => {}
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {

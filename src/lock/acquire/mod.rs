@@ -334,14 +334,12 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
     let here = targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
         super::classify(root, &mut entries, &mut cache, &now);
-        if let Some(e) = entries
-            .iter()
-            .find(|e| e.agent != me && e.state != super::LockState::Stale)
+        if let Some(e) =
+            (entries.iter()).find(|e| e.agent != me && e.state != super::LockState::Stale)
         {
             return Some(blocker::blocker_of(root, e, &now));
         }
-        claims
-            .iter_mut()
+        (claims.iter_mut())
             .filter(|c| c.entry.agent != me && c.pattern.matches(&t.rel))
             .find_map(|c| {
                 super::claim::judge(root, c, &mut cache, &now);

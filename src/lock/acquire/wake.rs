@@ -143,9 +143,7 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
     let others = crate::worktree::others(root);
     for t in targets {
         if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
-            let prefix = layout::lock_file(Path::new(base), "")
-                .to_string_lossy()
-                .into_owned();
+            let prefix = (layout::lock_file(Path::new(base), "").to_string_lossy()).into_owned();
             locks.add_removals(dir, Some(vec![prefix.clone()]));
             let rel_dir = Path::new(&t.rel).parent().unwrap_or(Path::new(""));
             for tree in &others {
