@@ -53,8 +53,7 @@ fn holders(
             return Vec::new();
         };
         let mut files: Vec<String> = (super::index::entries(root).into_iter())
-            .map(|(rel, _)| rel)
-            .filter(|rel| want.matches(rel))
+            .filter_map(|(rel, _)| want.matches(&rel).then_some(rel))
             .collect();
         files.sort();
         files.dedup();

@@ -111,12 +111,8 @@ fn list_folders(
             Some(top) => Path::new(&target.rel).parent().map(|d| top.join(d)),
         };
         if let (Some(dir), Some(base)) = (dir, base) {
-            folders
-                .entry(dir)
-                .or_default()
-                .entry(base)
-                .or_default()
-                .push(i);
+            let bases = folders.entry(dir).or_default();
+            bases.entry(base).or_default().push(i);
         }
     }
     let read = if network {
@@ -235,8 +231,7 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     }
     // Lock files are yielded even when ignored, no other file; folders obey the ignore rules.
     let mut names = OverrideBuilder::new(root);
-    let overrides = names
-        .add(&format!("*{}*", layout::LOCK_INFIX))
+    let overrides = (names.add(&format!("*{}*", layout::LOCK_INFIX)))
         .and_then(|b| b.build())
         .ok();
     let mut walk = WalkBuilder::new(&start);
