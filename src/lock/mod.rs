@@ -161,10 +161,7 @@ impl LockEntry {
     /// [`LockEntry::read`] of a listed lock: on a network filesystem, the server is asked too.
     fn read_listed(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
         let read = || LockEntry::read(lock_path.clone(), file.clone(), agent.clone());
-        if let Some(e) = read() {
-            return Some(e);
-        }
-        match fsutil::raw::create_exclusive(&lock_path, b"") {
+        read().or_else(|| match fsutil::raw::create_exclusive(&lock_path, b"") {
             Ok(false) => read().or_else(|| {
                 const WHY: &str = "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)";
                 Some(LockEntry {
@@ -175,7 +172,7 @@ impl LockEntry {
             // Made here, so it was not there: it goes again.
             Ok(true) => fsutil::raw::remove_file(&lock_path).ok().and(None),
             Err(_) => None,
-        }
+        })
     }
 
     fn field(&self, key: &str) -> Option<&str> {
