@@ -52,7 +52,7 @@ pub(crate) fn with_own_lock<T>(
         });
     };
     let done = op(&Fence::Token(acquired.token.clone()), true);
-    let released = lock::release_tokens(ws, &req.agent, &[(target.clone(), acquired.token)]);
+    let released = lock::release_tokens(ws, &req.agent, &[(target.clone(), acquired.token)], true);
     let done = done?;
     released?;
     Ok((done, acquired.backup))

@@ -124,8 +124,8 @@ pub fn run(
         .collect();
     let release = || -> Result<Vec<lock::Release>> {
         // Both, whatever the first does.
-        let claims = lock::claim::release_tokens(ws, &req.agent, &claimed);
-        let locks = lock::release_tokens(ws, &req.agent, &held);
+        let claims = lock::claim::release_tokens(ws, &req.agent, &claimed, true);
+        let locks = lock::release_tokens(ws, &req.agent, &held, true);
         let mut out = claims?;
         out.extend(locks?);
         Ok(out)

@@ -403,6 +403,7 @@ fn released_when(ws: &Workspace, target: Option<&Target>, holder: &str) -> &'sta
         .and_then(|t| lock::locks_of(t).into_iter().find(|l| l.agent == id))
         .or_else(|| {
             lock::claim::read_all(ws.root())
+                .0
                 .into_iter()
                 .find(|c| c.agent == id)
         })

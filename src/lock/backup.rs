@@ -11,15 +11,13 @@ use crate::fsutil;
 use crate::layout;
 use crate::workspace::Target;
 
-/// Copy `target` to `target.bak` when it is a regular file. Returns the backup's path relative
-/// to the root, or `None` when there was nothing to back up.
+/// Copy `target` to `target.bak` if a regular file; the backup's path relative to the root.
 pub fn write(root: &Path, target: &Target) -> Result<Option<String>> {
     if !regular(&target.abs) {
         return Ok(None);
     }
     let dst = layout::backup(&target.abs);
-    // A backup that already holds exactly this content (and mode) is left as it is: locking a
-    // file again without changing it then costs no write, no new inode, no rename.
+    // A backup holding this content (and mode) is left: relocking costs no write, inode or rename.
     if !fsutil::same_regular_files(&target.abs, &dst) {
         keep_generation(root, target);
         fsutil::copy_replace(&target.abs, &dst)?;
@@ -32,8 +30,7 @@ fn rel(target: &Target) -> String {
     format!("{}{}", target.rel, layout::BACKUP_SUFFIX)
 }
 
-/// The backup of `target` as it stands (a regular `FILE.bak`), relative to the root; `None`
-/// when there is none.
+/// The backup of `target` as it stands (a regular `FILE.bak`), relative to the root.
 pub fn existing(target: &Target) -> Option<String> {
     regular(&layout::backup(&target.abs)).then(|| rel(target))
 }
@@ -43,8 +40,7 @@ fn regular(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
-/// A backup copied aside and fsynced, not yet published: [`Staged::commit`] puts it at
-/// `FILE.bak` with one rename.
+/// A backup copied aside and fsynced, not yet published ([`Staged::commit`] renames it).
 #[derive(Debug)]
 pub struct Staged {
     root: PathBuf,
@@ -52,8 +48,7 @@ pub struct Staged {
     tmp: tempfile::NamedTempFile,
 }
 
-/// Copy `target` aside for a backup when it is a regular file; `None` when there is nothing
-/// to back up.
+/// Copy `target` aside for a backup when it is a regular file (`None`: nothing to back up).
 pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
     if !regular(&target.abs) {
         return Ok(None);
@@ -69,8 +64,7 @@ pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
 }
 
 impl Staged {
-    /// Publish the copy at `FILE.bak` (replacing it, never following a link there). Returns
-    /// the backup's path relative to the root.
+    /// Publish the copy at `FILE.bak` (never through a link); its path relative to the root.
     pub fn commit(self) -> Result<String> {
         let dst = layout::backup(&self.target.abs);
         if !fsutil::same_regular_files(self.tmp.path(), &dst) {
@@ -100,8 +94,7 @@ pub struct Generation {
     pub abs: PathBuf,
 }
 
-/// Keep the current `FILE.bak` (a regular file) as the newest older generation before it is
-/// replaced, and drop the oldest beyond [`GENERATIONS_KEPT`].
+/// Keep `FILE.bak` as the newest older generation, dropping those beyond [`GENERATIONS_KEPT`].
 pub fn keep_generation(root: &Path, target: &Target) {
     let bak = layout::backup(&target.abs);
     if !regular(&bak) {
@@ -131,8 +124,7 @@ pub fn keep_generation(root: &Path, target: &Target) {
     }
 }
 
-/// `bak` kept at `path`: a hard link (backups are replaced by rename, never written), else a
-/// copy published without replacing anything ([`fsutil::persist_new`]).
+/// `bak` kept at `path`: a hard link (backups are replaced, never written), else a new copy.
 fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
     match fsutil::raw::hard_link(bak, path) {
         Ok(()) => return Ok(()),
@@ -164,16 +156,13 @@ fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
     seqs
 }
 
-/// Every backup generation of `target`, newest first: `FILE.bak` (when it is a regular file),
-/// then the older ones under `.coord/backups/`.
+/// Every backup generation of `target`, newest first: `FILE.bak`, then `.coord/backups/`.
 pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
     let dir = layout::backup_generations(&crate::worktree::shared_root(root), &target.abs);
     let mut older = Vec::new();
     if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
         crate::fsutil::read_dir(&dir).at("read", &dir)?;
-        older = stored(&dir)
-            .into_iter()
-            .rev()
+        older = (stored(&dir).into_iter().rev())
             .map(|(_, path)| path)
             .collect();
     }
@@ -188,9 +177,7 @@ pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
             path: (path.strip_prefix(root))
                 .map_or_else(|_| path.display().to_string(), |r| r.display().to_string()),
             bytes: meta.len(),
-            saved_at: (saved_at.as_ref())
-                .map(crate::clock::format_timestamp)
-                .unwrap_or_default(),
+            saved_at: (saved_at.as_ref().map(crate::clock::format_timestamp)).unwrap_or_default(),
             abs: path,
         });
     }

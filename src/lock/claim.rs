@@ -21,8 +21,7 @@ use crate::workspace::Workspace;
 /// The most `.coord/claims` is read of (far above what a few hundred claims take).
 const CLAIMS_CAP: u64 = 4 * 1024 * 1024;
 
-/// A claim with its pattern parsed (a record whose pattern does not parse holds everything:
-/// it cannot be told apart from what it meant to hold).
+/// A claim with its pattern parsed (a pattern that does not parse holds everything).
 pub struct Judged {
     /// The record.
     pub entry: LockEntry,
@@ -30,13 +29,10 @@ pub struct Judged {
     pub pattern: Pattern,
 }
 
-/// Every claim as written, unjudged, in the file's order, and the records without a pattern
-/// (kept as they are when the file is rewritten).
+/// Every claim as written, unjudged, in the file's order, and the records without a pattern.
 fn read_records(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
     let path = layout::claims_file(&crate::worktree::shared_root(root));
-    let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
-        return (Vec::new(), Vec::new());
-    };
+    let bytes = fsutil::read_capped(&path, CLAIMS_CAP).unwrap_or_default();
     let (mut claims, mut others) = (Vec::new(), Vec::new());
     for block in String::from_utf8_lossy(&bytes).split("\n\n") {
         match parse_block(&path, block) {
@@ -62,13 +58,8 @@ pub fn read_for(root: &Path) -> (Vec<Judged>, Vec<String>) {
     (claims.into_iter().map(with_pattern).collect(), others)
 }
 
-/// Every claim, unjudged, by pattern then agent.
-pub fn read_all(root: &Path) -> Vec<LockEntry> {
-    read_sorted(root).0
-}
-
-/// [`read_all`], and the records without a pattern (for a rewrite to keep).
-fn read_sorted(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
+/// Every claim, unjudged, by pattern then agent, and the records without a pattern.
+pub fn read_all(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
     let (mut all, others) = read_records(root);
     all.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
     (all, others)
@@ -76,7 +67,7 @@ fn read_sorted(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
 
 /// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent.
 pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
-    let mut all = read_all(root);
+    let mut all = read_all(root).0;
     classify(root, &mut all, cache, now);
     all
 }
@@ -98,8 +89,7 @@ pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
     if records.is_empty() {
         return fsutil::remove(&path).map(drop);
     }
-    let text: Vec<String> = records
-        .iter()
+    let text: Vec<String> = (records.iter())
         .map(|r| format!("{}\n", r.trim_end_matches('\n')))
         .collect();
     fsutil::replace(&path, text.join("\n").as_bytes())
@@ -114,16 +104,13 @@ pub(super) fn raw_text(e: &LockEntry) -> String {
 fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
     let record = Record::parse(block);
     let pattern = record.get_nonempty("pattern")?.to_string();
-    let id = record
-        .get_nonempty("id")
-        .or_else(|| record.get_nonempty("Agent"));
+    let id = (record.get_nonempty("id")).or_else(|| record.get_nonempty("Agent"));
     let agent = id.map(str::to_ascii_lowercase).unwrap_or_default();
     let raw = Some(block.as_bytes().to_vec());
     Some(LockEntry::new(path.to_path_buf(), pattern, agent, raw))
 }
 
-/// The holder of claim `e` as a refusal names it: `Claude (claim `src/auth/**`)`, with the
-/// work tree and branch it was taken in when that is another work tree than `root`.
+/// The holder of claim `e` as a refusal names it, with its work tree when not `root`.
 pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     let tree = e.field("worktree").filter(|w| Path::new(w) != root);
     let place = tree.map(|w| format!(", {}", crate::worktree::place(w, e.field("branch"))));
@@ -135,8 +122,7 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     )
 }
 
-/// Release `agent`'s claims on `patterns` (all of its claims when `None`); with `force`, a
-/// STALE claim of another agent on one of `patterns` goes too.
+/// Release `agent`'s claims on `patterns` (all when `None`), with `force` STALE ones of others.
 pub fn release(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -160,7 +146,7 @@ pub(super) fn release_here(
         return Ok((Vec::new(), Vec::new()));
     }
     let _mutex = ws.lock_mutex()?;
-    let (mut all, others) = read_sorted(root);
+    let (mut all, others) = read_all(root);
     classify(root, &mut all, &mut StateCache::default(), &clock::now());
     let me = agent.id();
     let mut gone = vec![false; all.len()];
@@ -191,19 +177,13 @@ pub(super) fn release_here(
 }
 
 /// Our claim `all[i]` is released (it goes, and is marked if published on the remote).
-fn ours(
-    all: &[LockEntry],
-    i: usize,
-    gone: &mut [bool],
-    marked: &mut Vec<Marked>,
-) -> ReleaseOutcome {
+fn ours(all: &[LockEntry], i: usize, gone: &mut [bool], marks: &mut Vec<Marked>) -> ReleaseOutcome {
     gone[i] = true;
-    marked.extend(Marked::of(&all[i], true));
+    marks.extend(Marked::of(&all[i], true));
     ReleaseOutcome::Released
 }
 
-/// Rewrite `.coord/claims` without the claims `gone`, keeping the records without a pattern
-/// `others` (as every rewrite does); with `record`, record `out` in the history.
+/// Rewrite `.coord/claims` without the claims `gone` (and `others` kept); record `out` if `record`.
 fn finish(
     root: &Path,
     agent: &crate::workspace::AgentId,
@@ -223,18 +203,8 @@ fn finish(
     Ok((out, marked))
 }
 
-/// Release `agent`'s claims taken with these tokens, each `(pattern, token)` (what `coord run`
-/// took, at its end): compare-and-delete, as for a lock.
+/// Release `agent`'s claims `(pattern, token)` by compare-and-delete; `record`: in the history.
 pub fn release_tokens(
-    ws: &Workspace,
-    agent: &crate::workspace::AgentId,
-    held: &[(String, String)],
-) -> Result<Vec<Release>> {
-    give_back(ws, agent, held, true)
-}
-
-/// [`release_tokens`]; without `record`, here only and not in the history.
-pub(super) fn give_back(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
     held: &[(String, String)],
@@ -245,7 +215,7 @@ pub(super) fn give_back(
     }
     let root = ws.root();
     let mutex = ws.lock_mutex()?;
-    let (all, others) = read_sorted(root);
+    let (all, others) = read_all(root);
     let mut gone = vec![false; all.len()];
     let mut out = Vec::with_capacity(held.len());
     let mut marked = Vec::new();
@@ -270,8 +240,7 @@ pub(super) fn give_back(
     Ok(out)
 }
 
-/// Add `keys` to `agent`'s claims taken with these tokens, each `(pattern, token)`. Caller
-/// holds the mutex. The patterns whose claim no longer carries its token are returned.
+/// Add `keys` to our claims `held` (pattern, token), under the mutex; those not found returned.
 pub(super) fn mark(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,

@@ -38,9 +38,7 @@ impl WaitEdge {
     }
 }
 
-/// The agents (id, display name) in the way of a waiter for `key`, not stale: for a file, a lock
-/// on it, then a claim matching it; for a pattern (`claim`), a claim overlapping it, then a
-/// lock coord made (in the index) on a path it matches.
+/// The live holders (id, name) in the way of `key`: locks then claims (a pattern: the reverse).
 fn holders(
     ws: &Workspace,
     key: &str,
@@ -49,15 +47,13 @@ fn holders(
     now: &Timestamp,
 ) -> Vec<(String, String)> {
     let root = ws.root();
-    // A pattern is in the way of the locks on the files coord's index names that it matches,
-    // each once (verified by reading their lock files); a file, of the locks on it.
+    // A pattern is in the way of the indexed locks on paths it matches (each read); a file, of its.
     let (want, targets) = if claim {
         let Ok(want) = Pattern::parse(key) else {
             return Vec::new();
         };
         let mut files: Vec<String> = (super::index::entries(root).into_iter())
-            .map(|(rel, _)| rel)
-            .filter(|rel| want.matches(rel))
+            .filter_map(|(rel, _)| want.matches(&rel).then_some(rel))
             .collect();
         files.sort();
         files.dedup();
@@ -127,8 +123,7 @@ pub fn edges(
     out
 }
 
-/// The shortest cycle of `edges` that runs through agent `me`, starting with an edge of `me`:
-/// each step's holder is the next step's waiter, and the last step's holder is `me`.
+/// The shortest cycle through `me`, from an edge of `me`: each holder waits in the next step.
 pub fn cycle_through(me: &str, edges: &[WaitEdge]) -> Option<Vec<WaitEdge>> {
     // Breadth first from `me`; `via[agent]` is the edge that first reached it.
     let mut via: HashMap<&str, &WaitEdge> = HashMap::new();
@@ -175,8 +170,7 @@ pub fn cycles(edges: &[WaitEdge]) -> Vec<Vec<WaitEdge>> {
     found
 }
 
-/// A cycle of two or more is found from any of its agents, a chain is no cycle (tests/cli
-/// `deadlock`); these pin what the CLI cannot set up: a cycle that does not run through us.
+/// A cycle not through us, which the CLI cannot set up (tests/cli `deadlock` pins the rest).
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,4 @@
-//! The history events of locks and claims: each transition builds its event here and hands it
-//! to [`history::record`].
+//! The history events of locks and claims, each built here for [`history::record`].
 
 use std::path::Path;
 use std::time::Instant;
@@ -8,8 +7,7 @@ use super::{Acquired, LockRequest, Release, ReleaseOutcome, TakeOver};
 use crate::history::{self, Event, Kind};
 use crate::workspace::AgentId;
 
-/// Locks just taken: `lock_taken`, `claim_taken`, or `lock_taken_over` naming the stale
-/// holders (a refresh of a lock already held is no transition).
+/// Locks just taken (`lock_taken`, `claim_taken`, `lock_taken_over`); a refresh is no transition.
 pub(super) fn taken(root: &Path, req: &LockRequest, acquired: &[Acquired], started: Instant) {
     let waited_ms = started.elapsed().as_millis() as u64;
     let waited_ms = (waited_ms > 0).then_some(waited_ms);
@@ -31,9 +29,7 @@ pub(super) fn taken(root: &Path, req: &LockRequest, acquired: &[Acquired], start
     }
 }
 
-/// What an acquisition took over (nothing: no field): `from` (the stale holders), `why`, and
-/// where they were not locks on the file itself, `claims` (the stale claims' patterns) and
-/// `files` (the stale locks a claim took over).
+/// What an acquisition took over (none: no field): `from`, `why`, and `claims`, `files` if any.
 fn with_taken_over(event: Event, took: &[TakeOver]) -> Event {
     let join = |part: fn(&TakeOver) -> Option<&str>, sep: &str| {
         let parts: Vec<&str> = took.iter().filter_map(part).collect();
@@ -53,16 +49,14 @@ pub(super) fn waiting(root: &Path, req: &LockRequest, file: &str, holder: &str) 
     history::record(root, event.with("holder", holder));
 }
 
-/// A lock refused (held by another, a wait that timed out, a deadlock): recorded, and `err`
-/// handed back for the caller to return.
+/// A lock refused (held, a wait timed out, a deadlock): recorded, and `err` handed back.
 pub(super) fn refused(root: &Path, req: &LockRequest, err: crate::Error) -> crate::Error {
     let (file, holder) = match &err {
         crate::Error::LockHeld { file, holder, .. }
         | crate::Error::WaitTimedOut { file, holder, .. } => (Some(file), Some(holder.as_str())),
         _ => (None, None),
     };
-    let mut event = Event::new(Kind::LockRefused, req.agent.id())
-        .with("holder", holder)
+    let mut event = (Event::new(Kind::LockRefused, req.agent.id()).with("holder", holder))
         .with("why", err.to_string());
     if let Some(f) = file.or_else(|| req.targets.first().map(|t| &t.rel)) {
         event = event.file(f);
@@ -71,8 +65,7 @@ pub(super) fn refused(root: &Path, req: &LockRequest, err: crate::Error) -> crat
     err
 }
 
-/// Locks and claims given back: one event for each removed (a forced STALE one names its
-/// holder).
+/// Locks and claims given back: one event for each removed (a forced STALE one names its holder).
 pub(super) fn released(root: &Path, agent: &AgentId, out: &[Release]) {
     let kinds = (Kind::LockReleased, Kind::ClaimReleased);
     for r in out {
@@ -88,8 +81,7 @@ pub(super) fn released(root: &Path, agent: &AgentId, out: &[Release]) {
     }
 }
 
-/// A claim (`claim`) or lock on `text` that `agent` published through `remote` was taken over
-/// there, by `by` when known: it was given back here (`claim_lost`, `lock_lost`).
+/// Our claim (`claim`) or lock on `text` was taken over on `remote` (by `by`): given back here.
 pub(super) fn remote_lost(
     root: &Path,
     agent: &str,

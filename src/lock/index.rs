@@ -1,6 +1,5 @@
-//! The index of the locks coord made: `.coord/held/`, one empty entry per lock file
-//! ([`layout::held_entry`]), so that the views (`status`, `check`, a session's start) find
-//! them without walking the tree, in ignored folders (`node_modules/`, `target/`) too.
+//! The index of the locks coord made: `.coord/held/`, one entry per lock file, so that the
+//! views find them without walking the tree, in ignored folders (`node_modules/`) too.
 
 use std::fs;
 use std::io;
@@ -10,8 +9,7 @@ use crate::error::{IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 use crate::layout;
 
-/// Make the entry of `agent`'s lock on `rel`, if it is not there yet. Caller holds the mutex,
-/// and calls this before it publishes the lock file.
+/// Make the entry of `agent`'s lock on `rel` if missing, under the mutex, before the lock file.
 pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
     let (path, hashed) = layout::held_entry(&crate::worktree::shared_root(root), rel, agent);
     if !hashed {
@@ -28,12 +26,10 @@ pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
     }
 }
 
-/// Remove the entry of `agent`'s lock on `rel`. Caller holds the mutex, and calls this after
-/// the lock file is gone. Best effort: an entry left behind is only a hint that readers verify.
+/// Remove the entry of `agent`'s lock on `rel` (under the mutex, the lock file gone; best effort).
 pub(super) fn forget(root: &Path, rel: &str, agent: &str) {
-    let _ = fsutil::raw::remove_file(
-        &layout::held_entry(&crate::worktree::shared_root(root), rel, agent).0,
-    );
+    let (entry, _) = layout::held_entry(&crate::worktree::shared_root(root), rel, agent);
+    let _ = fsutil::raw::remove_file(&entry);
 }
 
 /// Forget the entry of `agent`'s lock file `lock_path` on `rel`, just removed, in any work tree.
@@ -43,13 +39,10 @@ pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Pa
     }
 }
 
-/// The locks coord made, as its index lists them: (the file relative to the root, the agent),
-/// unverified (each may be gone), in no order. Read without walking the tree.
+/// The locks coord made as its index lists them (file, agent), unverified, unordered, no walk.
 pub fn entries(root: &Path) -> Vec<(String, String)> {
     let dir = layout::held_dir(&crate::worktree::shared_root(root));
-    let Ok(list) = crate::fsutil::read_dir(&dir) else {
-        return Vec::new();
-    };
+    let list = crate::fsutil::read_dir(&dir).into_iter().flatten();
     list.flatten()
         .filter_map(|entry| {
             let name = entry.file_name();
@@ -61,19 +54,15 @@ pub fn entries(root: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Whether `rel` is a plain path below the root: not empty, not absolute, no `.` or `..`
-/// part (an entry planted by hand must not make a reader look outside the workspace).
+/// Whether `rel` is a plain relative path below the root (a planted entry must not lead outside).
 fn plain_relative(rel: &str) -> bool {
     !rel.is_empty()
         && !rel.starts_with('/')
         && !rel.contains('\0')
-        && rel
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != "..")
+        && (rel.split('/')).all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
-/// Remove every entry whose lock file no work tree holds ([`gone`]), and what earlier versions
-/// of coord left in `.coord/` ([`layout::leftovers`]).
+/// Remove every entry whose lock file is [`gone`], and the leftovers of older coords in `.coord/`.
 pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
         fsutil::remove_flat(&leftover);
@@ -83,16 +72,14 @@ pub(super) fn prune(root: &Path) {
     }
 }
 
-/// The entries whose lock file no work tree sharing the workspace holds: a lock file removed
-/// by hand (the seed's way to unlock), or never published by a process killed in between.
+/// The entries whose lock file no work tree holds (removed by hand, or never published).
 pub(super) fn gone(root: &Path) -> Vec<(String, String)> {
     let entries = entries(root);
     if entries.is_empty() {
         return entries;
     }
     let tops = super::scan::tops(root);
-    entries
-        .into_iter()
+    (entries.into_iter())
         .filter(|(rel, agent)| {
             tops.iter().all(|top| {
                 fs::symlink_metadata(layout::lock_file(&top.join(rel), agent))

@@ -34,8 +34,7 @@ fn stale_reason(
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> Option<String> {
-    // Taken in a work tree that is gone: what was held there went with it, whoever holds it
-    // (a tree another machine recorded may name nothing here).
+    // Taken in a work tree now gone (recorded on this host): what was held there went with it.
     if let Some(tree) = e.field("worktree")
         && e.field("host") == Some(host::hostname())
         && crate::worktree::is_gone(Path::new(tree))
@@ -48,8 +47,7 @@ fn stale_reason(
         if host::recorded_process_gone_since(pid, h, e.process_start()) {
             return Some(format!("its process {pid} on {h} is gone"));
         }
-        // Taken in an agent client's session, on this host: the lock follows the client
-        // process, not its age (one tool call may run for longer than any TTL).
+        // Taken in a client session on this host: the lock follows the client, not its age.
         if let Some((client, _)) = e.client_session()
             && h == host::hostname()
             && e.process_start().is_some()
@@ -69,14 +67,12 @@ fn stale_reason(
     if age > ttl
         && let Some(ahead_of_folder) = arbiter::clock_ahead(&crate::worktree::shared_root(root))
     {
-        // This machine's clock runs ahead of the folder's: seen from here every lock looks
-        // older than it is. Judge by the folder's clock instead.
+        // This machine's clock runs ahead of the folder's, aging every lock: judge by the folder's.
         now -= chrono::Duration::from_std(ahead_of_folder).unwrap_or_default();
         age = clock::age(&now, since);
     }
     let now = &now;
-    // A lock dated further in the future than its TTL (a forged date, or a clock far off) would
-    // otherwise never age: it counts as expired, and the holder's presence still decides.
+    // Dated further ahead than its TTL (forged, or a clock far off), it would never age: expired.
     let ahead = clock::age(since, now);
     if age <= ttl && ahead <= ttl {
         return None;
@@ -99,11 +95,9 @@ fn stale_reason(
     ))
 }
 
-/// Problems a strict check reports: stale and conflicting locks, and lock files whose name is
-/// not valid UTF-8 (no tool can name them reliably).
+/// Problems a strict check reports: stale and conflicting locks, and names that are not UTF-8.
 pub fn problems(entries: &[LockEntry]) -> Vec<&LockEntry> {
-    entries
-        .iter()
+    (entries.iter())
         .filter(|e| e.state != LockState::Live || e.bad_name())
         .collect()
 }

@@ -43,8 +43,7 @@ use scan::{list_locks_each, own_locks_listed};
 pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};
 use takeover::take_over;
 
-/// What this clone's agents are editing now, as its `working_on` on the remote: the files they
-/// hold locks on, from coord's index of locks (no walk of the tree), each agent's paths sorted.
+/// What this clone's agents edit now (`working_on` on the remote): their indexed locks, sorted.
 pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {
     let gone = index::gone(ws.root());
     let mut by_agent: std::collections::BTreeMap<String, Vec<String>> = Default::default();
@@ -142,12 +141,9 @@ impl LockEntry {
 
     /// A lock record of `bytes` (`None`: not read), unjudged: `since` is its `locked_at`.
     fn new(lock_path: PathBuf, file: String, agent: String, bytes: Option<Vec<u8>>) -> LockEntry {
-        let record = bytes
-            .as_ref()
-            .map(|b| Record::parse(&String::from_utf8_lossy(b)));
-        let since = (record.as_ref())
-            .and_then(|r| r.get("locked_at"))
-            .and_then(clock::parse_timestamp);
+        let record = (bytes.as_ref()).map(|b| Record::parse(&String::from_utf8_lossy(b)));
+        let since =
+            (record.as_ref().and_then(|r| r.get("locked_at"))).and_then(clock::parse_timestamp);
         LockEntry {
             lock_path,
             file,
@@ -162,14 +158,10 @@ impl LockEntry {
         }
     }
 
-    /// [`LockEntry::read`] of a lock file a folder listing showed, on a network filesystem: one
-    /// that will not open is asked of the server (by creating it without replacing).
+    /// [`LockEntry::read`] of a listed lock: on a network filesystem, the server is asked too.
     fn read_listed(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
         let read = || LockEntry::read(lock_path.clone(), file.clone(), agent.clone());
-        if let Some(e) = read() {
-            return Some(e);
-        }
-        match fsutil::raw::create_exclusive(&lock_path, b"") {
+        read().or_else(|| match fsutil::raw::create_exclusive(&lock_path, b"") {
             Ok(false) => read().or_else(|| {
                 const WHY: &str = "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)";
                 Some(LockEntry {
@@ -177,12 +169,10 @@ impl LockEntry {
                     ..LockEntry::new(lock_path.clone(), file.clone(), agent.clone(), None)
                 })
             }),
-            Ok(true) => {
-                let _ = fsutil::raw::remove_file(&lock_path);
-                None
-            }
+            // Made here, so it was not there: it goes again.
+            Ok(true) => fsutil::raw::remove_file(&lock_path).ok().and(None),
             Err(_) => None,
-        }
+        })
     }
 
     fn field(&self, key: &str) -> Option<&str> {
@@ -236,8 +226,7 @@ impl LockEntry {
         Some((self.field("client")?, self.field("client_session")?))
     }
 
-    /// When the lock goes if nobody takes it over, in words after "released", by the kind of
-    /// holder (a client's session, a process, or none).
+    /// When the lock goes if nobody takes it over, in words after "released", by kind of holder.
     pub fn released_when(&self) -> &'static str {
         if self.client_session().is_some() {
             "when its holder's turn ends"
@@ -250,9 +239,7 @@ impl LockEntry {
 
     /// Whether the lock file's name is not valid UTF-8 (its `file` is then shown lossily).
     pub fn bad_name(&self) -> bool {
-        self.lock_path
-            .file_name()
-            .is_some_and(|n| n.to_str().is_none())
+        (self.lock_path.file_name()).is_some_and(|n| n.to_str().is_none())
     }
 }
 
@@ -263,11 +250,9 @@ const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the
 #[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests;
 
-/// Forget the entries of coord's index whose lock file no work tree holds any more, returning
-/// each entry's path; with `dry_run`, only say which.
+/// Forget the index's entries whose lock file is gone (`dry_run`: only say which): their paths.
 pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
-    index::gone(root)
-        .into_iter()
+    (index::gone(root).into_iter())
         .map(|(rel, agent)| {
             if !dry_run {
                 index::forget(root, &rel, &agent);

@@ -27,8 +27,7 @@ pub(crate) struct Tickets {
     keep_folders: bool,
 }
 
-/// Whether empty queue folders are kept: another machine's cache may still list a removed one,
-/// and could not create its ticket in it until the cache expires.
+/// Whether empty queue folders are kept (another machine's cache may still list a removed one).
 pub fn keeps_folders(root: &Path) -> bool {
     crate::arbiter::policy(root).is_ok_and(|p| p.exact_lookups)
 }
@@ -46,12 +45,8 @@ fn dir_of(root: &Path, key: &str, claim: bool) -> PathBuf {
 /// The tickets (number, path) in the queue folder `dir`, unsorted; `None` if it cannot be listed.
 fn tickets_in(dir: &Path) -> Option<Vec<(u64, PathBuf)>> {
     let entries = fsutil::read_dir(dir).ok()?.flatten();
-    let number = |e: &fs::DirEntry| e.file_name().to_str().and_then(layout::parse_ticket_name);
-    Some(
-        entries
-            .filter_map(|e| Some((number(&e)?, e.path())))
-            .collect(),
-    )
+    let n = |e: &fs::DirEntry| e.file_name().to_str().and_then(layout::parse_ticket_name);
+    Some(entries.filter_map(|e| Some((n(&e)?, e.path()))).collect())
 }
 
 /// The queue folders (files' and claims') under the queue root.
@@ -62,8 +57,7 @@ fn queue_folders(root: &Path) -> Vec<fs::DirEntry> {
         .collect()
 }
 
-/// Register `agent` (this process) as waiting for `targets` and the claim patterns `claims`
-/// (one ticket each, all with one number). Caller holds the mutex.
+/// Register `agent` as waiting for `targets` and `claims`: one ticket each, one number. Mutex held.
 pub(crate) fn register(
     root: &Path,
     agent: &AgentId,
@@ -73,21 +67,18 @@ pub(crate) fn register(
     let shared = crate::worktree::shared_root(root);
     let (seq_path, queue_root) = (layout::queue_seq(&shared), layout::queue_root(&shared));
     fsutil::ensure_dir(&queue_root)?;
-    // `seq` may be missing, garbage, huge or not a file at all. The next number is also above
-    // every ticket still queued, so a damaged counter cannot let a new waiter jump the line.
+    // `seq` may be damaged or missing: the next number is also above every ticket still queued.
     let highest = (queue_folders(root).iter())
         .flat_map(|d| tickets_in(&d.path()).unwrap_or_default())
         .map(|(n, _)| n)
         .max()
         .unwrap_or(0);
-    let last: u64 = fsutil::read_capped(&seq_path, 64)
-        .ok()
+    let last: u64 = (fsutil::read_capped(&seq_path, 64).ok())
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
         .unwrap_or(0)
         .max(highest);
     let seq = last.saturating_add(1);
-    // Best effort: the tickets themselves keep the order, so a `seq` that cannot be replaced
-    // (a folder, say) does not stop anyone from waiting.
+    // Best effort: the tickets themselves keep the order, whatever stands at `seq`.
     let text = format!("{seq}\n");
     if !fsutil::rewrite_in_place(&seq_path, text.as_bytes()).unwrap_or(false) {
         let _ = fsutil::replace(&seq_path, text.as_bytes());
@@ -109,10 +100,8 @@ pub(crate) fn register(
         rec.set("host", host::hostname());
         rec.set("since", crate::clock::now_string());
         let path = dir.join(layout::ticket_name(seq, agent.id()));
-        // Staged in the queues' own folder: the waiters already in line watch this queue for
-        // tickets going away, and a temporary name going away there would wake them all.
-        // Kept locked while it stands when handed over: the waiter behind it sleeps on that
-        // (`handoff`).
+        // Staged in the queue root: a temporary name going away in the queue would wake its
+        // waiters. Kept locked while it stands when handed over: the next sleeps on that.
         let published =
             fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes(), hand_over)
                 .map(|held| held.map(|file| handoff::keep(&path, file)));
@@ -161,8 +150,8 @@ pub struct Ahead {
     pub agent: String,
 }
 
-/// The live tickets of `target`'s queue ahead of ticket `seq` (all of them for `None`), oldest
-/// first, removing dead ones on the way. Caller holds the mutex.
+/// The live tickets of `target`'s queue before `seq` (`None`: all), oldest first, removing dead
+/// ones on the way. Caller holds the mutex.
 pub fn live_tickets(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
     let dir = dir_of(root, &target.rel, false);
     let Some(mut tickets) = tickets_in(&dir) else {
@@ -192,16 +181,13 @@ pub fn live_tickets(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead
 fn live_record(path: &Path) -> Option<Record> {
     let (text, mtime) = fsutil::read_text_capped(path, RECORD_CAP).ok()?;
     let rec = Record::parse(&text);
-    // coord writes every ticket with its process; one without (empty, truncated, garbage) was
-    // not written by a waiter and must not hold the line for TICKET_TIMEOUT.
+    // coord writes every ticket with its process: one without must not hold the line.
     let pid = rec.get("pid").and_then(|p| p.parse::<u32>().ok())?;
     let h = rec.get_nonempty("host")?;
     if host::recorded_process_gone(pid, h) {
         return None;
     }
-    let fresh = mtime
-        .and_then(|m| m.elapsed().ok())
-        .is_some_and(|age| age <= TICKET_TIMEOUT);
+    let fresh = (mtime.and_then(|m| m.elapsed().ok())).is_some_and(|age| age <= TICKET_TIMEOUT);
     fresh.then_some(rec)
 }
 
@@ -222,20 +208,16 @@ pub struct Waiter {
     pub claim: bool,
 }
 
-/// The live tickets of claim waiters (`file` is the pattern), by sequence number: one listing
-/// of the queue root when nobody waits for a claim. Reading only.
+/// The live tickets of claim waiters, by number: one listing when nobody waits for a claim.
 pub(crate) fn claim_waiters(root: &Path) -> Vec<Waiter> {
     let any = queue_folders(root).iter().any(|d| {
         (d.file_name().to_str()).is_some_and(|n| n.starts_with(layout::CLAIM_QUEUE_PREFIX))
     });
-    if !any {
-        return Vec::new();
-    }
-    waiters(root).into_iter().filter(|w| w.claim).collect()
+    let claims = || waiters(root).into_iter().filter(|w| w.claim).collect();
+    any.then(claims).unwrap_or_default()
 }
 
-/// Whether the waiter with ticket number `seq` also waits for one of `files` (relative to the
-/// root) or of the claims `patterns`. Caller holds the mutex.
+/// Whether waiter `seq` also waits for one of `files` or of the claims `patterns`, under mutex.
 pub(crate) fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &[String]) -> bool {
     let dirs = (files.iter().map(|f| dir_of(root, f, false)))
         .chain(patterns.iter().map(|p| dir_of(root, p, true)));
@@ -243,8 +225,7 @@ pub(crate) fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &
         .any(|dir| tickets_in(&dir).is_some_and(|t| t.iter().any(|(n, _)| *n == seq)))
 }
 
-/// Every live ticket of every queue, by sequence number then file. Reading only: dead tickets
-/// are skipped, not removed, so `status` can call it without writing a byte.
+/// Every live ticket of every queue, by number then file; reading only (dead ones are skipped).
 pub fn waiters(root: &Path) -> Vec<Waiter> {
     let mut found = Vec::new();
     for dir in queue_folders(root) {
@@ -261,8 +242,7 @@ fn waiter(root: &Path, dir: &std::ffi::OsStr, e: &fs::DirEntry) -> Option<Waiter
     let name = e.file_name();
     let (seq, agent) = name.to_str().and_then(layout::parse_ticket)?;
     let rec = live_record(&e.path())?;
-    // A ticket must say which file it waits for, and that file must hash to the folder it
-    // stands in; anything else was not written by a waiter.
+    // A ticket must name the file it waits for, hashed to its folder, or a waiter did not write it.
     let file = rec.get_nonempty("file")?;
     let claim = rec.get("claim") == Some("yes");
     if dir_of(root, file, claim).file_name() != Some(dir) {
@@ -278,8 +258,7 @@ fn waiter(root: &Path, dir: &std::ffi::OsStr, e: &fs::DirEntry) -> Option<Waiter
     })
 }
 
-/// The ticket numbered last before `seq` in the queue folder `dir` that stands (listed, and
-/// with `open` opened; not judged live or dead, nothing removed; no mutex needed).
+/// The last ticket before `seq` in `dir` that stands (with `open`: opens); reading only, no mutex.
 pub(crate) fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
     let mut before = tickets_in(dir)?;
     before.retain(|(s, _)| *s < seq);
@@ -298,8 +277,7 @@ pub(crate) fn ticket_stands(path: &Path, open: bool) -> bool {
 
 /// The folders a waiter for `targets` should watch for queue changes.
 pub(crate) fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
-    targets
-        .iter()
+    (targets.iter())
         .map(|t| dir_of(root, &t.rel, false))
         .collect()
 }

@@ -1,6 +1,5 @@
-//! Unit tests of `lock::acquire` and the wait queue, on real folders: the queue's numbers only
-//! grow, even over a damaged counter. (All or nothing, a refresh keeping its token and a
-//! newcomer refused behind an earlier waiter are pinned by tests/cli `locks` and `waiting`.)
+//! Unit tests of `lock::acquire` and the wait queue, on real folders (all or nothing, refreshes
+//! and newcomers refused behind earlier waiters are pinned by tests/cli `locks` and `waiting`).
 #![allow(clippy::disallowed_methods)] // plants hand-made files on purpose
 
 use std::path::PathBuf;

@@ -73,8 +73,7 @@ impl Release {
     }
 }
 
-/// Release `agent`'s locks on `targets` (all its locks when `None`, those it made by hand
-/// included: the tree is walked for them).
+/// Release `agent`'s locks on `targets` (all its locks when `None`, hand-made ones by a walk).
 pub fn release(
     ws: &Workspace,
     agent: &AgentId,
@@ -93,24 +92,20 @@ pub fn release(
     }
 }
 
-/// Release every lock `agent` took through coord, and its claims: those coord's index and the
-/// agent's presence list, without walking the tree (what a client's turn ending does).
+/// Release every lock and claim `agent` took through coord, from the index and presence (no walk).
 pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
     let targets = held_targets(ws, agent, std::iter::empty());
     release_files(ws, agent, targets, false, true)
 }
 
-/// `walked`, then the files coord's index and `agent`'s presence say it holds (unverified), as
-/// targets, each once.
+/// `walked`, then the files coord's index and `agent`'s presence say it holds, as targets, once.
 fn held_targets(
     ws: &Workspace,
     agent: &AgentId,
     walked: impl Iterator<Item = String>,
 ) -> Vec<Target> {
     let me = presence::read(ws.root(), agent.id()).ok().flatten();
-    let indexed = index::entries(ws.root())
-        .into_iter()
-        .filter(|(_, a)| a == agent.id());
+    let indexed = (index::entries(ws.root()).into_iter()).filter(|(_, a)| a == agent.id());
     let listed = own_locks_listed(ws, agent, me.as_ref());
     let mut seen = HashSet::new();
     (walked.chain(indexed.map(|(rel, _)| rel)).chain(listed))
@@ -121,8 +116,7 @@ fn held_targets(
 
 /// The locks `agent` took in session `session_id`, each with its token, found through the index.
 pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(Target, String)> {
-    index::entries(ws.root())
-        .into_iter()
+    (index::entries(ws.root()).into_iter())
         .filter(|(_, a)| a == agent.id())
         .filter_map(|(rel, a)| {
             let target = ws.target_from_rel(&rel).ok()?;
@@ -133,8 +127,7 @@ pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(
         .collect()
 }
 
-/// [`release`] of `targets`; `all`: they are all of the agent's locks (its claims go too).
-/// Those published on the remote are released there too, in one push, once released here.
+/// [`release`] of `targets` (`all`: its claims too), then of those published, on the remote.
 fn release_files(
     ws: &Workspace,
     agent: &AgentId,
@@ -151,8 +144,7 @@ fn release_files(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut g = Gathered::default();
-    // Each folder listed once, in every work tree (temporary files of killed processes swept in
-    // the same pass, as `acquire` does).
+    // Each folder listed once, in every work tree (killed processes' temporary files swept too).
     let roster = lookup_roster(ws.root());
     let listing = Listing {
         sweep: true,
@@ -164,8 +156,7 @@ fn release_files(
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = match verdict(&entries, |e| e, agent.id(), force) {
             Ok(i) => g.ours(&target.rel, &entries[i]),
-            // No lock file in any work tree: an entry of ours left for it (its lock file
-            // removed by hand, or never published by a process killed in between) goes.
+            // No lock file in any work tree: an entry of ours left for it goes.
             Err(ReleaseOutcome::NotLocked) => {
                 index::forget(ws.root(), &target.rel, agent.id());
                 ReleaseOutcome::NotLocked
@@ -201,8 +192,7 @@ fn release_files(
     Ok(out)
 }
 
-/// What a release gathers: our lock files to remove (file, lock file), those of them published
-/// on the remote, and every lock file already released or removed (seen gone if named twice).
+/// What a release gathers: our lock files to remove, those published, and all those done.
 #[derive(Default)]
 struct Gathered {
     ours: Vec<(String, PathBuf)>,
@@ -220,9 +210,7 @@ impl Gathered {
     }
 }
 
-/// What releasing the judged records `entries` of one file (or pattern) by `me` comes to: ours
-/// (`Ok`, its index), else nothing there, held by another, or with `force` only STALE records
-/// of others, for the caller to remove.
+/// What releasing `entries` of one file by `me` is: ours (`Ok`), none, another's, forced STALE.
 pub(super) fn verdict<'e, T>(
     entries: &'e [T],
     entry: impl Fn(&'e T) -> &'e LockEntry,
@@ -248,17 +236,8 @@ pub(super) fn verdict<'e, T>(
     })
 }
 
-/// Release locks this process took, each only if its token is unchanged (compare-and-delete).
+/// Release locks this process took, by compare-and-delete of their tokens; `record`: in history.
 pub fn release_tokens(
-    ws: &Workspace,
-    agent: &AgentId,
-    held: &[(Target, String)],
-) -> Result<Vec<Release>> {
-    give_back(ws, agent, held, true)
-}
-
-/// [`release_tokens`]; without `record`, here only and not in the history.
-pub(super) fn give_back(
     ws: &Workspace,
     agent: &AgentId,
     held: &[(Target, String)],
@@ -296,37 +275,30 @@ pub(super) fn give_back(
 /// The token of `agent`'s lock on `target`, when it holds one.
 pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
     let path = layout::lock_file(&target.abs, agent.id());
-    LockEntry::read(path, target.rel.clone(), agent.id().to_string())?
-        .token()
-        .map(str::to_string)
+    let e = LockEntry::read(path, target.rel.clone(), agent.id().to_string())?;
+    e.token().map(str::to_string)
 }
 
-/// What proves that a lock is still the one an agent held when an operation began (`write`,
-/// `note`, `restore` commit only while it holds).
+/// What proves a lock is still the one held when an operation began (`write`, `note`, `restore`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fence {
     /// A lock coord wrote: its random token.
     Token(String),
-    /// A lock made by hand in the seed's form, which has no token: the lock file itself, the
-    /// same file (device and inode) with the same bytes.
+    /// A hand-made lock (no token): the same file (device and inode) with the same bytes.
     File {
         /// The lock file, in whatever spelling the agent wrote it (`FILE.lock.Claude`).
         path: PathBuf,
-        /// Its device and inode.
-        identity: (u64, u64),
-        /// Its content.
-        bytes: Vec<u8>,
+        /// Its device and inode, and its content.
+        seen: ((u64, u64), Vec<u8>),
     },
 }
 
-/// The fence of `agent`'s lock on `target`, when it holds one: coord's own lock by its token,
-/// a hand-made one (no token, any spelling of the agent's name) by what the file is.
+/// The fence of `agent`'s lock on `target`: coord's by its token, a hand-made one by its file.
 pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
     if let Some(token) = own_token(target, agent) {
         return Some(Fence::Token(token));
     }
-    let mut mine: Vec<LockEntry> = super::locks_of(target)
-        .into_iter()
+    let mut mine: Vec<LockEntry> = (super::locks_of(target).into_iter())
         .filter(|e| e.agent == agent.id())
         .collect();
     // The canonical spelling first, then the others in name order.
@@ -336,12 +308,9 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         if let Some(token) = e.token() {
             return Some(Fence::Token(token.to_string()));
         }
-        let (identity, bytes) = file_identity(&e.lock_path)?;
-        Some(Fence::File {
-            path: e.lock_path,
-            identity,
-            bytes,
-        })
+        let seen = file_identity(&e.lock_path)?;
+        let path = e.lock_path;
+        Some(Fence::File { path, seen })
     })
 }
 
@@ -349,11 +318,7 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
 pub fn holds_fence(target: &Target, agent: &AgentId, fence: &Fence) -> bool {
     match fence {
         Fence::Token(token) => own_token(target, agent).as_ref() == Some(token),
-        Fence::File {
-            path,
-            identity,
-            bytes,
-        } => file_identity(path).is_some_and(|(i, b)| i == *identity && b == *bytes),
+        Fence::File { path, seen } => file_identity(path).as_ref() == Some(seen),
     }
 }
 
@@ -364,9 +329,8 @@ fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
     Some(((meta.dev(), meta.ino()), bytes))
 }
 
-/// Remove our lock files `ours` (file, lock file) and bring the presence up to date: the
-/// presence is decided and written first (once), and the lock files go last, so that a waiter
-/// woken by their removal finds the mutex free a moment later rather than still held by us.
+/// Remove our lock files `ours` (file, lock file), the presence written first (once): a waiter
+/// woken by their removal then finds the mutex free a moment later, not still held by us.
 fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> Result<()> {
     let released: HashSet<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
     let written = after_release(ws, agent, &released);
@@ -380,26 +344,22 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
         index::forget_removed(ws.root(), rel, agent.id(), path);
     }
     match written {
-        // Releasing needs no space: with the lock files gone (and their room freed), the
-        // presence is tried once more, so it does not keep saying LOCKED.
+        // Releasing needs no space: with the lock files gone, the presence is tried once more.
         Err(e) if e.is_no_space() => after_release(ws, agent, &HashSet::new()),
         other => other,
     }
 }
 
-/// Bring the agent's presence up to date for locks that went away (or are about to: `gone`,
-/// files relative to the root). Caller holds the mutex.
+/// Bring the agent's presence up to date for locks gone (or about to be: `gone`). Mutex held.
 fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Result<()> {
-    // Only a regular presence file is brought up to date: the locks are already gone, and a
-    // release must not fail (or follow a link) because something else stands there.
+    // Only a regular presence file is updated: a release must not fail or follow a link for it.
     let path = || layout::presence(&crate::worktree::shared_root(ws.root()), agent.id());
     let old = match presence::read(ws.root(), agent.id()) {
         Ok(Some(p)) => Some(p),
         Err(_) if fs::symlink_metadata(path()).is_ok_and(|m| m.is_file()) => None,
         Ok(None) | Err(_) => return Ok(()),
     };
-    let held: Vec<String> = own_locks_listed(ws, agent, old.as_ref())
-        .into_iter()
+    let held: Vec<String> = (own_locks_listed(ws, agent, old.as_ref()).into_iter())
         .filter(|rel| !gone.contains(&rel.as_str()))
         .collect();
     let update = presence::Update {

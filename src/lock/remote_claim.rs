@@ -219,10 +219,10 @@ pub(super) fn withdraw(ws: &Workspace, agent: &AgentId, got: &[Acquired]) {
         .map(|a| (a.file.clone(), a.token.clone()))
         .collect();
     if !locks.is_empty() {
-        let _ = super::release::give_back(ws, agent, &locks, false);
+        let _ = super::release::release_tokens(ws, agent, &locks, false);
     }
     if !claims.is_empty() {
-        let _ = claim::give_back(ws, agent, &claims, false);
+        let _ = claim::release_tokens(ws, agent, &claims, false);
     }
 }
 

@@ -291,12 +291,14 @@ fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<
 /// its lease lapsed).
 fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: Option<String>, remote: &str) {
     let given = match h.kind {
-        Kind::Claim => claim::give_back(ws, agent, &[(h.text.clone(), h.token.clone())], false),
+        Kind::Claim => {
+            claim::release_tokens(ws, agent, &[(h.text.clone(), h.token.clone())], false)
+        }
         Kind::Lock => {
             let Ok(target): Result<Target> = ws.target_from_rel(&h.text) else {
                 return;
             };
-            super::release::give_back(ws, agent, &[(target, h.token.clone())], false)
+            super::release::release_tokens(ws, agent, &[(target, h.token.clone())], false)
         }
     };
     let released = given.is_ok_and(|out| {

@@ -1,6 +1,5 @@
-//! Finding lock files: those of one target (one listing of its folder, plus exact-name lookups
-//! for every agent on the roster where listings lag), every lock under the root, and the locks
-//! an agent's presence lists that it still holds. Nothing here judges or removes a lock.
+//! Finding lock files: a target's (its folder listed once, the roster looked up where listings
+//! lag), every lock under the root, those a presence lists. Nothing here judges or removes one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -21,16 +20,13 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
     try_locks_of(target).unwrap_or_default()
 }
 
-/// [`locks_of`], with an error when the folder cannot be listed (a folder coord cannot read is
-/// not a folder without locks).
+/// [`locks_of`], with an error when the folder cannot be listed (not a folder without locks).
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
-    Ok(try_locks_each(std::slice::from_ref(target))?
-        .pop()
-        .unwrap_or_default())
+    let mut each = try_locks_each(std::slice::from_ref(target))?;
+    Ok(each.pop().unwrap_or_default())
 }
 
-/// The lock files of each of `targets` (in their order), unjudged, each sorted by agent; each
-/// folder listed once. A folder that cannot be listed gives its targets no locks.
+/// The lock files of each of `targets`, sorted by agent, each folder listed once (or no locks).
 pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
     // One folder could not be listed: the others still count.
     try_locks_each(targets).unwrap_or_else(|_| targets.iter().map(locks_of).collect())
@@ -50,15 +46,12 @@ fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
 /// How [`list_locks_each`] lists the locks of targets.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Listing<'a> {
-    /// Also remove coord's temporary files left in the folder by killed processes, in the same
-    /// pass (a large folder is listed once, not twice).
+    /// Also remove coord's temporary files left by killed processes (this work tree only).
     pub(super) sweep: bool,
     /// Agents whose locks are also looked up by their exact names ([`lookup_roster`]).
     pub(super) roster: &'a [String],
-    /// An agent whose locks are left unread: the caller knows what it wrote itself.
+    /// An agent whose locks are left unread (the caller knows what it wrote), in this tree only.
     pub(super) except: Option<&'a str>,
-    /// Leave out the same paths in the repository's other work trees.
-    pub(super) this_tree_only: bool,
 }
 
 #[cfg(test)]
@@ -77,24 +70,17 @@ pub(crate) fn folder_listings() -> usize {
 pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Vec<Vec<LockEntry>>> {
     let mut out: Vec<Vec<LockEntry>> = vec![Vec::new(); targets.len()];
     let root = targets.first().and_then(root_of);
-    // Where lookups may be answered by a cache, a listed lock that will not open is asked of
-    // the server (`LockEntry::read_listed`).
+    // Where lookups may come from a cache, a listed lock that will not open is asked of the server.
     let network =
         (root.as_ref()).is_some_and(|r| arbiter::policy(r).is_ok_and(|p| p.exact_lookups));
     list_folders(targets, how, network, None, &mut out)?;
-    // The same paths in the other work trees of the repository: a lock there holds the file
-    // here too.
-    if let Some(root) = root.filter(|_| !how.this_tree_only) {
+    // The same paths in the other work trees of the repository: a lock there holds the file here.
+    if let Some(root) = root.filter(|_| how.except.is_none()) {
         for tree in crate::worktree::others(&root) {
-            let there = Listing {
-                sweep: false,
-                ..how
-            };
-            list_folders(targets, there, false, Some(&tree.top), &mut out)?;
+            list_folders(targets, how, false, Some(&tree.top), &mut out)?;
         }
     }
-    // A listing may come from a cache that has not seen another machine's new lock yet: where
-    // that can happen, every agent on the roster is also looked up by its exact lock name.
+    // A listing may lag another machine's new lock: there, the roster is looked up by exact name.
     for (target, found) in targets.iter().zip(out.iter_mut()) {
         for id in how.roster {
             let path = layout::lock_file(&target.abs, id);
@@ -108,8 +94,7 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
     Ok(out)
 }
 
-/// The lock files in the folders of `targets` (each listed once), into `out`; with `tree`, in
-/// the same folders of that other work tree of the repository (one it cannot list gives none).
+/// The lock files in the folders of `targets` (each listed once), or in another work tree `tree`.
 fn list_folders(
     targets: &[Target],
     how: Listing<'_>,
@@ -126,12 +111,8 @@ fn list_folders(
             Some(top) => Path::new(&target.rel).parent().map(|d| top.join(d)),
         };
         if let (Some(dir), Some(base)) = (dir, base) {
-            folders
-                .entry(dir)
-                .or_default()
-                .entry(base)
-                .or_default()
-                .push(i);
+            let bases = folders.entry(dir).or_default();
+            bases.entry(base).or_default().push(i);
         }
     }
     let read = if network {
@@ -160,7 +141,7 @@ fn list_folders(
                     }
                 }
                 Some(_) => {}
-                None if how.sweep => {
+                None if how.sweep && tree.is_none() => {
                     fsutil::sweep_entry(&entry);
                 }
                 None => {}
@@ -176,24 +157,20 @@ fn root_of(target: &Target) -> Option<PathBuf> {
     target.abs.ancestors().nth(depth).map(Path::to_path_buf)
 }
 
-/// The agents whose locks a listing under `root` must also look up by exact name: the roster
-/// where folder listings may lag other machines (a network filesystem), none elsewhere.
+/// The agents a listing under `root` also looks up by exact name: the roster on network folders.
 pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
     if !arbiter::policy(root).is_ok_and(|p| p.exact_lookups) {
         return Vec::new();
     }
     let roster = layout::roster(&crate::worktree::shared_root(root));
-    let Ok(bytes) = fsutil::read_capped(&roster, RECORD_CAP) else {
-        return Vec::new();
-    };
+    let bytes = fsutil::read_capped(&roster, RECORD_CAP).unwrap_or_default();
     (String::from_utf8_lossy(&bytes).lines().map(str::trim))
         .filter(|id| crate::workspace::is_valid_agent_id(id))
         .map(str::to_string)
         .collect()
 }
 
-/// Put `id` on the roster `ids` (as read under the mutex the caller holds), if it is not there
-/// yet.
+/// Put `id` on the roster `ids` (as read under the mutex the caller holds), if it is not there.
 pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     if ids.iter().any(|i| i == id) {
         return Ok(());
@@ -235,16 +212,14 @@ pub(super) fn tops(root: &Path) -> Vec<PathBuf> {
     tops
 }
 
-/// The lock files under the folder `rel_dir` (empty: the whole tree) in each of the work trees
-/// `tops`, keyed by the path relative to their own tree, found by [`walk_unignored`].
+/// The lock files under `rel_dir` (empty: all) in each work tree of `tops`, relative to it.
 pub(super) fn scan_folder(tops: &[PathBuf], rel_dir: &str) -> Vec<LockEntry> {
     (tops.iter())
         .flat_map(|top| walk_unignored(&Workspace::at(top.clone()), rel_dir))
         .collect()
 }
 
-/// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore,
-/// by a walk (`ignore`) that honours the ignore file of the repository's config.
+/// The lock files under `rel_dir` (empty: all) that git does not ignore (its excludes file too).
 fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, overrides::OverrideBuilder};
     let root = ws.root();
@@ -254,11 +229,9 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
         return Vec::new();
     }
-    // A whitelist: files that may be lock files are yielded even when ignored, every other file
-    // is not yielded at all; folders are still judged by the ignore rules.
+    // Lock files are yielded even when ignored, no other file; folders obey the ignore rules.
     let mut names = OverrideBuilder::new(root);
-    let overrides = names
-        .add(&format!("*{}*", layout::LOCK_INFIX))
+    let overrides = (names.add(&format!("*{}*", layout::LOCK_INFIX)))
         .and_then(|b| b.build())
         .ok();
     let mut walk = WalkBuilder::new(&start);
@@ -283,8 +256,7 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
         // A file that cannot be read is no rule, as for git.
         let _ = walk.add_ignore(excludes);
     }
-    // One thread: a walk skips what git ignores, and the parallel walker's idle workers poll
-    // every millisecond, which a small tree pays for at every hook call.
+    // One thread: the parallel walker's idle workers poll every millisecond, at every hook call.
     walk.build()
         .flatten()
         .filter(|entry| entry.depth() > 0)
@@ -295,8 +267,7 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 /// The lock the walk's entry at `path` is, when it is one.
 fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {
     let raw_name = path.file_name()?;
-    // A name that is not UTF-8 is still a lock when it reads as one: it is shown with the bad
-    // bytes replaced, flagged, and counted as a problem, never skipped.
+    // A name that is not UTF-8 still makes a lock: shown with bad bytes replaced, flagged.
     let name = raw_name.to_string_lossy();
     let (base, agent) = layout::parse_lock_name(&name)?;
     let file = ws.rel(&path.parent()?.join(base))?;
@@ -319,8 +290,7 @@ pub fn scan_judged(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> V
 
 /// Files the scan could not read as lock records, for `status`.
 pub fn unreadable(entries: &[LockEntry], ws: &Workspace) -> Vec<Unreadable> {
-    entries
-        .iter()
+    (entries.iter())
         .filter_map(|e| {
             Some(Unreadable {
                 // A name that is not UTF-8 is shown with its bad bytes replaced.
@@ -340,11 +310,8 @@ pub(super) fn own_locks_listed(
     agent: &AgentId,
     p: Option<&presence::Presence>,
 ) -> Vec<String> {
-    let Some(p) = p else {
-        return Vec::new();
-    };
-    p.locks()
-        .into_iter()
+    let listed = p.map(presence::Presence::locks).unwrap_or_default();
+    (listed.into_iter())
         .filter(|rel| {
             ws.target_from_rel(rel)
                 .is_ok_and(|t| fs::symlink_metadata(layout::lock_file(&t.abs, agent.id())).is_ok())

@@ -8,8 +8,7 @@ use super::LockEntry;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 
-/// Remove a stale lock, but only if it is still exactly what was judged stale, and its entry
-/// in the index of `root` once it is gone (whichever work tree it lay in).
+/// Remove a stale lock only if still exactly what was judged stale, and then its index entry.
 pub(super) fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
     let gone = || {
         super::index::forget_removed(root, &e.file, &e.agent, &e.lock_path);
@@ -27,9 +26,7 @@ pub(super) fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
             ),
         });
     }
-    let aside = fsutil::temp_in(dir)
-        .at("create a temporary file in", dir)?
-        .into_temp_path();
+    let aside = (fsutil::temp_in(dir).at("create a temporary file in", dir)?).into_temp_path();
     match fsutil::rename(&e.lock_path, &aside) {
         Ok(()) => {}
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {

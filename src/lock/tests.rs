@@ -75,16 +75,16 @@ fn conflicts_and_dead_processes_are_judged() {
     assert_eq!(judge(entries, &now), [LockState::Stale]);
 }
 
-fn real_entry(dir: &Path, text: &str) -> LockEntry {
+/// An old lock `F.lock.x` planted in `dir`, as read.
+fn real_entry(dir: &Path) -> LockEntry {
     let path = dir.join("F.lock.x");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n").unwrap();
     LockEntry::read(path, "F".into(), "x".into()).unwrap()
 }
 
 /// A lock unchanged since it was judged (or gone already) is taken over, leaving nothing in its
 /// folder; one renewed or touched (a hand-made lock is refreshed so) in between stands alone.
-/// #45: where hard links do not exist (SMB through smbnetfs), the renewed lock moved aside is
-/// put back as a copy.
+/// #45: where hard links do not exist (SMB), the renewed lock moved aside is put back as a copy.
 #[test]
 fn take_over_removes_only_a_lock_unchanged_since_it_was_judged() {
     let renew = |p: &Path| std::fs::write(p, "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n");
@@ -103,10 +103,7 @@ fn take_over_removes_only_a_lock_unchanged_since_it_was_judged() {
     ];
     for (what, change, hard_links, taken) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let e = real_entry(
-            dir.path(),
-            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
-        );
+        let e = real_entry(dir.path());
         change(&e.lock_path);
         let now = std::fs::read(&e.lock_path).ok();
         let got = if hard_links {
@@ -127,10 +124,7 @@ fn take_over_removes_only_a_lock_unchanged_since_it_was_judged() {
 #[test]
 fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
     let dir = tempfile::tempdir().unwrap();
-    let e = real_entry(
-        dir.path(),
-        "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
-    );
+    let e = real_entry(dir.path());
     let chattr = |flag| {
         std::process::Command::new("chattr")
             .args([flag])
@@ -171,8 +165,7 @@ fn the_index_reads_back_every_path_it_was_given() {
     index::note(root, "a.md", "gemini").unwrap();
     let mut got = index::entries(root);
     got.sort();
-    let mut want: Vec<(String, String)> = paths
-        .iter()
+    let mut want: Vec<(String, String)> = (paths.iter())
         .map(|p| (p.to_string(), "claude".to_string()))
         .collect();
     want.push(("a.md".into(), "gemini".into()));

@@ -525,7 +525,7 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
         // Only the locks whose `session:` line names it; none to release takes no mutex.
         Scope::Session(id) => match lock::session_locks(ws, agent, id) {
             held if held.is_empty() => Vec::new(),
-            held => lock::release_tokens(ws, agent, &held)?,
+            held => lock::release_tokens(ws, agent, &held, true)?,
         },
     };
     let root = ws.root();

@@ -1,14 +1,12 @@
-//! One try, under the workspace mutex, in steps: read what the try decides on ([`Try::read`]),
-//! judge each file ([`Try::plan_lock`]) and each claim asked for ([`Try::plan_claim`]), take
-//! stale locks over (re-verified), publish our records, look once more for a lock made by hand,
-//! check the arbitration is still ours, and write the presence once. Anything that fails after
-//! publishing withdraws what this try published.
+//! One try, under the workspace mutex: read, judge each file and claim, take stale locks over
+//! (re-verified), publish, look once more for a lock made by hand, check the arbitration is
+//! still ours, write the presence once. A failure after publishing withdraws what it published.
 
 // A step's `Err` is what stands in the way: the try's outcome, made once per try.
 #![allow(clippy::result_large_err)]
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::super::scan::{Listing, lookup_roster, scan_folder, tops};
 use super::super::{
@@ -16,14 +14,14 @@ use super::super::{
     remote_claim, take_over,
 };
 use super::blocker::{blocker_of, claim_blocker};
-use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver};
+use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver, Tries};
 use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp};
 use crate::error::Result;
 use crate::fsutil;
 use crate::host;
 use crate::layout;
-use crate::lock::queue::{self, Tickets, Waiter};
+use crate::lock::queue::{self, Waiter};
 use crate::pattern::Pattern;
 use crate::presence::{self, LockStatus, StateCache};
 use crate::record::Record;
@@ -31,16 +29,10 @@ use crate::wait::handoff;
 use crate::workspace::{Target, Workspace};
 
 /// One try, under the mutex: take every target and claim asked for, or none.
-pub(super) fn attempt(
-    ws: &Workspace,
-    mutex: &Guard,
-    req: &LockRequest,
-    targets: &[Target],
-    tickets: Option<&Tickets>,
-    mine: &mut Mine,
-) -> Result<Attempt> {
+pub(super) fn attempt(tries: &mut Tries, mutex: &Guard) -> Result<Attempt> {
+    let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
     let roster = lookup_roster(ws.root());
-    let mut t = Try::read(ws, req, targets, tickets, mine);
+    let mut t = Try::read(tries);
     let listing = Listing {
         sweep: true,
         roster: &roster,
@@ -100,22 +92,16 @@ struct Try<'a> {
 }
 
 impl<'a> Try<'a> {
-    /// Our presence and the locks it lists (the base of the try's one presence write: nobody
-    /// else writes it while we hold the mutex), the claims, and the queue.
-    fn read(
-        ws: &'a Workspace,
-        req: &'a LockRequest,
-        targets: &'a [Target],
-        tickets: Option<&Tickets>,
-        mine: &'a mut Mine,
-    ) -> Try<'a> {
+    /// Our presence (only we write it while we hold the mutex), its locks, the claims, the queue.
+    fn read(tries: &'a mut Tries) -> Try<'a> {
+        let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
+        let (mine, tickets) = (&mut tries.mine, tries.tickets.as_ref());
         let (root, me) = (ws.root(), req.agent.id());
         let now = clock::now();
         let mut cache = StateCache::default();
         mine.presence = presence::read(root, me).ok().flatten();
         mine.held = own_locks_listed(ws, &req.agent, mine.presence.as_ref());
-        // Only the claims that can matter are judged: ours, and those that match a target or
-        // overlap a claim asked for.
+        // Only the claims that can matter are judged: ours, those matching a target or a claim.
         let (mut claims, unrelated) = claim::read_for(root);
         for c in &mut claims {
             if c.entry.agent == me
@@ -129,8 +115,7 @@ impl<'a> Try<'a> {
             .filter(|c| c.entry.agent == me && c.entry.state != LockState::Stale)
             .map(|c| c.entry.file.clone())
             .collect();
-        // Claim waiters stand in line for every file their pattern matches; a claim stands in
-        // line behind every waiter for what it overlaps.
+        // Claim waiters stand in line for the files they match, a claim behind what it overlaps.
         let waiters = if req.claims.is_empty() && mine.claims.is_empty() {
             queue::claim_waiters(root)
         } else {
@@ -140,9 +125,7 @@ impl<'a> Try<'a> {
             ws,
             req,
             targets,
-            my_claims: mine
-                .claims
-                .iter()
+            my_claims: (mine.claims.iter())
                 .filter_map(|c| Pattern::parse(c).ok())
                 .collect(),
             mine,
@@ -160,15 +143,19 @@ impl<'a> Try<'a> {
         self.req.agent.id()
     }
 
-    /// The judged claims of other agents: not stale (`stale` false), or stale.
-    fn foreign_claims(&self, stale: bool) -> impl Iterator<Item = &claim::Judged> {
+    /// The judged claims of other agents, stale or not (`stale`), whose pattern `on` accepts.
+    fn foreign_claims(
+        &self,
+        stale: bool,
+        on: impl Fn(&Pattern) -> bool,
+    ) -> impl Iterator<Item = &claim::Judged> {
         let me = self.me();
-        (self.claims.iter())
-            .filter(move |c| c.entry.agent != me && (c.entry.state == LockState::Stale) == stale)
+        (self.claims.iter()).filter(move |c| {
+            c.entry.agent != me && (c.entry.state == LockState::Stale) == stale && on(&c.pattern)
+        })
     }
 
-    /// Whether the waiter with ticket `seq` waits for something we hold (a file, or a path our
-    /// claims hold): it waits for us, and letting it block us would deadlock both.
+    /// Whether waiter `seq` waits for something we hold: letting it block us would deadlock both.
     fn waits_for_me(&self, seq: u64) -> bool {
         let held = &self.mine.held;
         queue::waits_for_any(self.ws.root(), seq, held, &self.mine.claims)
@@ -195,21 +182,17 @@ impl<'a> Try<'a> {
         target: &'a Target,
         mut entries: Vec<LockEntry>,
     ) -> Result<Plan<&'a Target>, Blocker> {
-        let root = self.ws.root();
+        let (root, rel) = (self.ws.root(), target.rel.as_str());
         classify(root, &mut entries, &mut self.cache, &self.now);
         let (mine, foreign): (Vec<_>, Vec<_>) =
             entries.into_iter().partition(|e| e.agent == self.me());
         if let Some(live) = foreign.iter().find(|e| e.state != LockState::Stale) {
             return Err(blocker_of(root, live, &self.now));
         }
-        if let Some(c) = self
-            .foreign_claims(false)
-            .find(|c| c.pattern.matches(&target.rel))
-        {
-            return Err(claim_blocker(root, c, &target.rel, &self.now));
+        if let Some(c) = self.foreign_claims(false, |p| p.matches(rel)).next() {
+            return Err(claim_blocker(root, c, rel, &self.now));
         }
-        // Our own name on the lock is not enough when it follows another live process of ours
-        // (`coord run`, `coord session`): two processes of one agent exclude each other too.
+        // Our own name is not enough on a lock of another live process of ours (`coord run`).
         let live_mine = mine.iter().filter(|m| m.state != LockState::Stale);
         if let Some(other) = live_mine
             .clone()
@@ -225,10 +208,8 @@ impl<'a> Try<'a> {
         if live_mine.count() == 0 {
             self.first_in_line(target)?;
         }
-        // A stale claim matching the file is taken over with it, as a stale lock on it is: left
-        // in place, it would hold the file again the moment its holder's presence came back.
-        let stale_claims = (self.foreign_claims(true))
-            .filter(|c| c.pattern.matches(&target.rel))
+        // A stale claim on the file goes with it: left, it would hold the file if its holder came.
+        let stale_claims = (self.foreign_claims(true, |p| p.matches(rel)))
             .map(|c| c.entry.clone())
             .collect();
         Ok(Plan {
@@ -239,8 +220,7 @@ impl<'a> Try<'a> {
         })
     }
 
-    /// Whether we may take `target` now: no live waiter for it, and no claim waiter for a
-    /// pattern matching it, stands in line before us.
+    /// Whether we may take `target` now: no live waiter for it, or a claim matching it, is ahead.
     fn first_in_line(&self, target: &Target) -> Result<(), Blocker> {
         let (root, rel) = (self.ws.root(), target.rel.as_str());
         let ahead: Vec<_> = (queue::live_tickets(root, target, self.my_seq).into_iter())
@@ -260,10 +240,7 @@ impl<'a> Try<'a> {
     /// Judge one claim asked for: free of other agents' claims and locks, first in line.
     fn plan_claim(&mut self, want: &'a Pattern) -> Result<Plan<&'a Pattern>, Blocker> {
         let (root, text) = (self.ws.root(), want.as_str());
-        if let Some(c) = self
-            .foreign_claims(false)
-            .find(|c| c.pattern.overlaps(want))
-        {
+        if let Some(c) = self.foreign_claims(false, |p| p.overlaps(want)).next() {
             return Err(claim_blocker(root, c, text, &self.now));
         }
         let stale_locks = self.locks_under(want)?;
@@ -282,29 +259,24 @@ impl<'a> Try<'a> {
             mine: (self.claims.iter())
                 .find(|c| c.entry.agent == me && c.entry.file == text)
                 .map(|c| c.entry.clone()),
-            stale_claims: (self.foreign_claims(true))
-                .filter(|c| c.pattern.overlaps(want))
+            stale_claims: (self.foreign_claims(true, |p| p.overlaps(want)))
                 .map(|c| c.entry.clone())
                 .collect(),
             stale_locks,
         })
     }
 
-    /// The locks of others on the paths `want` matches, each once, all stale (a live one stands
-    /// in the way): from coord's index, and from a walk of the folder every match lies in.
+    /// Others' locks on the paths `want` matches (indexed, or found by a walk), each once, stale.
     fn locks_under(&mut self, want: &Pattern) -> Result<Vec<LockEntry>, Blocker> {
         let (ws, me) = (self.ws, self.req.agent.id());
-        let indexed = self
-            .indexed
-            .get_or_insert_with(|| index::entries(ws.root()));
+        let indexed = (self.indexed).get_or_insert_with(|| index::entries(ws.root()));
         let mut found: Vec<LockEntry> = (indexed.iter())
             .filter(|(rel, agent)| agent != me && want.matches(rel))
             .filter_map(|(rel, _)| ws.target_from_rel(rel).ok())
             .flat_map(|t| super::super::locks_of(&t))
             .collect();
         found.extend(
-            scan_folder(&tops(ws.root()), &want.literal_prefix())
-                .into_iter()
+            (scan_folder(&tops(ws.root()), &want.literal_prefix()).into_iter())
                 .filter(|e| want.matches(&e.file)),
         );
         let mut seen = HashSet::new();
@@ -332,30 +304,25 @@ impl<'a> Try<'a> {
         created: &mut Vec<(String, PathBuf)>,
     ) -> Result<Attempt> {
         let policy = self.ws.policy()?;
-        // Where folder listings may lag other machines, a lock is also looked up by its exact
-        // name for every agent on the roster: be on it before the lock exists.
+        // Where listings lag, locks are also looked up by name for the roster's agents: join it.
         if policy.exact_lookups {
             join_roster(self.ws.root(), roster, self.me())?;
         }
-        // A process that releases before it exits keeps its new locks locked until then: the
-        // first waiter in line sleeps on that (`handoff`).
+        // A process releasing before it exits keeps new locks locked: the next one sleeps on that.
         let hold = handoff::holds_locks() && policy.fs.served_locally();
-        let locked_at = clock::format_timestamp(&self.now);
         let mut got = Vec::with_capacity(plans.len() + claim_plans.len());
         for plan in plans {
-            got.push(self.publish_lock(plan, &locked_at, hold, created)?);
+            got.push(self.publish_lock(plan, hold, created)?);
         }
         if let Some(b) = self.newcomer(plans)? {
             return Ok(Attempt::Busy(b));
         }
-        // Fencing: what this try saw and published counts only if the arbitration is still ours
-        // (a holder stopped past its lease may have been overtaken).
+        // Fencing: this try counts only if the arbitration is still ours (a stalled holder's not).
         if !mutex.still_held() {
             return Ok(Attempt::Fenced);
         }
         self.write_presence(&got)?;
-        // Stale claims taken over go when `.coord/claims` is rewritten, under this same hold of
-        // the mutex they were judged under (only a holder of it writes that file).
+        // Stale claims taken over go in the rewrite of `.coord/claims`, under this same mutex.
         let over: Vec<&LockEntry> = (plans.iter().flat_map(|p| &p.stale_claims))
             .chain(claim_plans.iter().flat_map(|p| &p.stale_claims))
             .collect();
@@ -365,7 +332,7 @@ impl<'a> Try<'a> {
         if !mutex.still_held() {
             return Ok(Attempt::Fenced);
         }
-        got.extend(self.publish_claims(claim_plans, &over, &locked_at)?);
+        got.extend(self.publish_claims(claim_plans, &over)?);
         Ok(Attempt::Got(got))
     }
 
@@ -373,15 +340,12 @@ impl<'a> Try<'a> {
     fn publish_lock(
         &self,
         plan: &Plan<&Target>,
-        locked_at: &str,
         hold: bool,
         created: &mut Vec<(String, PathBuf)>,
     ) -> Result<Acquired> {
         let (target, mine) = (plan.key, plan.mine.as_ref());
-        let token = mine
-            .and_then(LockEntry::token)
-            .map_or_else(new_token, str::to_string);
-        let text = record(self.req, locked_at, &token, &target.rel, None);
+        let token = token_of(mine);
+        let text = self.record(&token, &target.rel, None);
         let text = remote_claim::keep_mark(text, mine);
         let path = layout::lock_file(&target.abs, self.me());
         // The index names the lock before it exists (the views find it without a walk).
@@ -395,8 +359,7 @@ impl<'a> Try<'a> {
         } else {
             fsutil::replace(&path, text.as_bytes())?;
         }
-        // A lock of ours made by hand under another spelling (`FILE.lock.Claude`) is replaced
-        // by the canonical name, not kept beside it.
+        // A lock of ours made by hand under another spelling is replaced by the canonical one.
         if let Some(m) = mine
             && m.lock_path != path
         {
@@ -408,7 +371,7 @@ impl<'a> Try<'a> {
         Ok(Acquired {
             file: target.rel.clone(),
             lock_file: self.ws.rel(&path).unwrap_or_default(),
-            locked_at: locked_at.to_string(),
+            locked_at: clock::format_timestamp(&self.now),
             token,
             refreshed: !made,
             held_from: mine.filter(|_| !made).and_then(other_origin),
@@ -417,28 +380,24 @@ impl<'a> Try<'a> {
         })
     }
 
-    /// A lock made by hand while we looked (the seed's "look, then create" takes no mutex),
-    /// to withdraw in favour of.
+    /// A lock made by hand while we looked (the seed takes no mutex), to withdraw in favour of.
     fn newcomer(&mut self, plans: &[Plan<&Target>]) -> Result<Option<Blocker>> {
         let (root, me) = (self.ws.root(), self.req.agent.id());
         let newcomers = Listing {
             except: Some(me),
-            this_tree_only: true,
             ..Listing::default()
         };
         let published: Vec<Target> = plans.iter().map(|p| p.key.clone()).collect();
         for mut entries in list_locks_each(&published, newcomers)? {
             classify(root, &mut entries, &mut self.cache, &self.now);
-            if let Some(e) = (entries.iter()).find(|e| e.agent != me && e.state != LockState::Stale)
-            {
+            if let Some(e) = entries.iter().find(|e| e.state != LockState::Stale) {
                 return Ok(Some(blocker_of(root, e, &self.now)));
             }
         }
         Ok(None)
     }
 
-    /// Say in our presence what we hold now: `LOCKED`, the first file asked for, every lock
-    /// (a lock whose holder cannot say so is withdrawn rather than left behind).
+    /// Say `LOCKED` and every lock in our presence (a holder that cannot say so withdraws them).
     fn write_presence(&self, got: &[Acquired]) -> Result<()> {
         let mut listed = self.mine.held.clone();
         for a in got {
@@ -456,13 +415,11 @@ impl<'a> Try<'a> {
         presence::write_over(self.ws.root(), &self.req.agent, old, &update).map(drop)
     }
 
-    /// Rewrite `.coord/claims` with our claims in: the stale claims taken over (`over`) are
-    /// dropped, a claim we hold is refreshed (its token kept).
+    /// Rewrite `.coord/claims`: stale claims taken over out, ours in (a refresh keeps its token).
     fn publish_claims(
         &self,
         plans: &[Plan<&Pattern>],
         over: &[&LockEntry],
-        locked_at: &str,
     ) -> Result<Vec<Acquired>> {
         let root = self.ws.root();
         let same = |a: &LockEntry, b: &LockEntry| a.raw == b.raw && a.agent == b.agent;
@@ -479,17 +436,16 @@ impl<'a> Try<'a> {
         let lock_file = (self.ws.rel(&file)).unwrap_or_else(|| file.display().to_string());
         let mut out = Vec::with_capacity(plans.len());
         for p in plans {
-            let token =
-                (p.mine.as_ref().and_then(LockEntry::token)).map_or_else(new_token, str::to_string);
+            let token = token_of(p.mine.as_ref());
             let place = Some((root, branch.as_deref()));
-            let text = record(self.req, locked_at, &token, p.key.as_str(), place);
+            let text = self.record(&token, p.key.as_str(), place);
             records.push(remote_claim::keep_mark(text, p.mine.as_ref()));
             let locks = (p.stale_locks.iter()).map(|e| TakeOver::lock(e, Some(&e.file)));
             let took_over = (p.stale_claims.iter().map(TakeOver::claim)).chain(locks);
             out.push(Acquired {
                 file: p.key.as_str().to_string(),
                 lock_file: lock_file.clone(),
-                locked_at: locked_at.to_string(),
+                locked_at: clock::format_timestamp(&self.now),
                 token,
                 refreshed: p.mine.is_some(),
                 took_over: took_over.collect(),
@@ -500,10 +456,52 @@ impl<'a> Try<'a> {
         claim::write_all(root, &records)?;
         Ok(out)
     }
+
+    /// The text of our record of `key`: a lock's file, or with `claim` (its work tree and branch) a
+    /// claim's pattern. The seed's keys first, then coord's own, `reason` last.
+    fn record(&self, token: &str, key: &str, claim: Option<(&Path, Option<&str>)>) -> String {
+        let req = self.req;
+        let mut rec = Record::new();
+        rec.set("Agent", req.agent.name());
+        if claim.is_some() {
+            rec.set("id", req.agent.id());
+        }
+        rec.set("locked_at", clock::format_timestamp(&self.now));
+        rec.set(if claim.is_some() { "pattern" } else { "file" }, key);
+        rec.set("token", token);
+        rec.set("ttl", clock::format_duration(req.ttl));
+        rec.set("host", host::hostname());
+        rec.set("origin", host::origin());
+        if let Some(owner) = &req.owner {
+            rec.set("pid", owner.pid.to_string());
+            if let Some(start) = host::start_time(owner.pid) {
+                rec.set("pid_start", start.to_string());
+            }
+            if let Some(s) = &owner.session {
+                rec.set("session", s);
+            }
+            if let Some(c) = &owner.client {
+                rec.set("client", &c.client);
+                rec.set("client_session", &c.session);
+            }
+        }
+        if let Some((tree, branch)) = claim {
+            rec.set("worktree", tree.display().to_string());
+            if let Some(branch) = branch {
+                rec.set("branch", branch);
+            }
+        }
+        if let Some(reason) = &req.reason {
+            rec.set("reason", reason);
+        }
+        rec.render()
+    }
 }
 
-fn new_token() -> String {
-    format!("{:016x}", host::random_u64())
+/// The token of our record `mine` (a refresh keeps it), else a new random one.
+fn token_of(mine: Option<&LockEntry>) -> String {
+    (mine.and_then(LockEntry::token))
+        .map_or_else(|| format!("{:016x}", host::random_u64()), str::to_string)
 }
 
 /// Whether our own lock `m` follows a live process other than this one and its ancestors.
@@ -517,8 +515,7 @@ fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
     if req.owner.as_ref().is_some_and(|o| o.pid == pid) || pid == host::pid() {
         return false;
     }
-    // Taken in the client session this process runs in (a shell of a client whose process is
-    // not among our ancestors: Codex's sandbox runs it in a pid namespace of its own).
+    // Taken in the client session we run in (Codex's sandbox hides our ancestors).
     if let Some((client, session)) = m.client_session()
         && (req.runs_in.as_ref()).is_some_and(|c| c.client == client && c.session == session)
     {
@@ -527,13 +524,11 @@ fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
     !host::is_ancestor(pid)
 }
 
-/// Where our refreshed lock `m` was taken, when that is another origin (another shell or
-/// session using the same agent name: one name in two shells excludes nothing).
+/// Where our refreshed lock `m` was taken, when another origin (a shell or session of one name).
 fn other_origin(m: &LockEntry) -> Option<String> {
     let theirs = m.field("origin")?;
     let same_host = m.field("host").is_none_or(|h| h == host::hostname());
-    // Taken below the same live process as this one (an agent client's session: its hook, MCP
-    // server and shell commands run in different POSIX sessions): one origin.
+    // Below the same live process as us (a client's hook, MCP server and shells): one origin.
     let same_tree = m.process().is_some_and(|(pid, h)| {
         h == host::hostname() && (pid == host::pid() || host::is_ancestor(pid))
     });
@@ -551,56 +546,10 @@ fn queued(key: &str, holder: &str, count: usize, pattern: Option<&str>) -> Block
     }
 }
 
-/// One file (or claim) a try takes: our record of it (a refresh), and the stale locks and claims
-/// of others on it (or that it passes over), taken over with it.
+/// One file (or claim) a try takes: our record of it (a refresh), and the stale ones taken over.
 struct Plan<K> {
     key: K,
     mine: Option<LockEntry>,
     stale_locks: Vec<LockEntry>,
     stale_claims: Vec<LockEntry>,
-}
-
-/// The text of our record of `key`: a lock's file, or with `claim` (its work tree and branch) a
-/// claim's pattern. The seed's keys first, then coord's own, `reason` last.
-fn record(
-    req: &LockRequest,
-    locked_at: &str,
-    token: &str,
-    key: &str,
-    claim: Option<(&std::path::Path, Option<&str>)>,
-) -> String {
-    let mut rec = Record::new();
-    rec.set("Agent", req.agent.name());
-    if claim.is_some() {
-        rec.set("id", req.agent.id());
-    }
-    rec.set("locked_at", locked_at);
-    rec.set(if claim.is_some() { "pattern" } else { "file" }, key);
-    rec.set("token", token);
-    rec.set("ttl", clock::format_duration(req.ttl));
-    rec.set("host", host::hostname());
-    rec.set("origin", host::origin());
-    if let Some(owner) = &req.owner {
-        rec.set("pid", owner.pid.to_string());
-        if let Some(start) = host::start_time(owner.pid) {
-            rec.set("pid_start", start.to_string());
-        }
-        if let Some(s) = &owner.session {
-            rec.set("session", s);
-        }
-        if let Some(c) = &owner.client {
-            rec.set("client", &c.client);
-            rec.set("client_session", &c.session);
-        }
-    }
-    if let Some((tree, branch)) = claim {
-        rec.set("worktree", tree.display().to_string());
-        if let Some(branch) = branch {
-            rec.set("branch", branch);
-        }
-    }
-    if let Some(reason) = &req.reason {
-        rec.set("reason", reason);
-    }
-    rec.render()
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::super::LockEntry;
+use super::super::{LockEntry, claim};
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Refusal};
 use crate::host;
@@ -19,21 +19,17 @@ pub struct Blocker {
     pub holder: String,
     /// When the holder locked it (`HH:MM`), empty for a queue.
     pub since: String,
-    /// What the holder works on (its task, then `; reason: ` and the lock's reason; see
-    /// [`working_text`]).
+    /// What the holder works on (its task, then `; reason: ` and the lock's reason).
     pub working_on: Option<String>,
     /// How many earlier waiters stand in line (only when the lock itself is free).
     pub queued_ahead: usize,
-    /// The blocking lock file and its bytes as read: where events do not cross machines, a
-    /// waiter re-reads just this file until it changes before trying again in full.
+    /// The blocking lock file and its bytes as read (a waiter re-reads it until it changes).
     pub record: Option<(PathBuf, Vec<u8>)>,
     /// What the holder's presence says now (`None`: it has none, or the blocker is the queue).
     pub holder_state: Option<AgentState>,
-    /// The live process the lock follows, when it records one of this host: while it runs the
-    /// lock is held, whatever its age (an agent client's session: always).
+    /// The live process of this host the lock follows: held while it runs (a client's: at any age).
     pub follows: Option<Follows>,
-    /// When the lock turns STALE if nothing changes, when known: the later of its TTL's end and
-    /// two minutes after the holder's last heartbeat.
+    /// When the lock turns STALE unchanged: the later of its TTL's end and 2 min past a heartbeat.
     pub takeable_at: Option<Timestamp>,
     /// The claim in the way (its pattern), when it is a claim or a claim's waiter.
     pub pattern: Option<String>,
@@ -44,14 +40,12 @@ pub struct Blocker {
 pub struct Follows {
     /// Its pid.
     pub pid: u32,
-    /// Whether it is an agent client's process (the lock is LIVE while it runs, whatever its
-    /// age), else a supervising coord (`coord session`, `coord mcp`, `coord run`).
+    /// Whether it is an agent client's process (LIVE while it runs), else a supervising coord.
     pub client: bool,
 }
 
 impl Blocker {
-    /// What a waiter is told about: who is in the way, in what state, until when. A change in
-    /// any of these is worth a line.
+    /// What a waiter is told about: who is in the way, in what state, until when (news if changed).
     pub(super) fn situation(&self) -> Blocker {
         Blocker {
             holder: self.holder.clone(),
@@ -116,10 +110,8 @@ pub fn format_since(ts: Option<&Timestamp>, now: &Timestamp) -> String {
 
 pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
     let presence = presence::read(root, &e.agent).ok().flatten();
-    let task = presence
-        .as_ref()
-        .and_then(|p| p.field("working_on").map(str::to_string));
-    let working_on = working_text(task.as_deref(), e.reason());
+    let task = presence.as_ref().and_then(|p| p.field("working_on"));
+    let working_on = working_text(task, e.reason());
     let holder_state = presence.as_ref().map(|p| p.state(now));
     let follows = e.process().and_then(|(pid, h)| {
         (h == host::hostname() && !host::recorded_process_gone_since(pid, h, e.process_start()))
@@ -142,8 +134,7 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
             Some(expires.max(inactive))
         })(),
     };
-    // Where the lock lies, when that is another work tree of the repository:
-    // `Claude (worktree /repo-b, branch feature)`.
+    // In another work tree of the repository: `Claude (worktree /repo-b, branch feature)`.
     let holder = match crate::worktree::tree_of(root, &e.lock_path) {
         Some(t) if t.top != root => format!(
             "{} ({})",
@@ -165,24 +156,17 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
     }
 }
 
-/// The blocker of `key` (a file or a pattern) by another agent's claim `c`: its holder is
-/// named with the pattern, and with its work tree and branch when that is not this one.
-pub(super) fn claim_blocker(
-    root: &Path,
-    c: &super::super::claim::Judged,
-    key: &str,
-    now: &Timestamp,
-) -> Blocker {
+/// The blocker of `key` (a file or pattern) by another agent's claim `c`, named as a claim.
+pub(super) fn claim_blocker(root: &Path, c: &claim::Judged, key: &str, now: &Timestamp) -> Blocker {
     let mut b = blocker_of(root, &c.entry, now);
     b.file = key.to_string();
     b.record = None;
-    b.holder = super::super::claim::holder_text(root, &c.entry);
+    b.holder = claim::holder_text(root, &c.entry);
     b.pattern = Some(c.entry.file.clone());
     b
 }
 
-/// What a holder works on, as shown after "held by X since T": its presence's task, and the
-/// lock's `--reason` after `; reason: ` (the reason alone when there is no task).
+/// What a holder works on, after "held by X since T": its task, then `; reason: ` and the reason.
 pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> {
     let task = task.filter(|t| !t.trim().is_empty());
     let reason = reason.filter(|r| !r.trim().is_empty());

@@ -2,14 +2,14 @@
 //! without the lock, and the deadlock check made every time a request would wait.
 
 use super::super::own_locks_listed;
+use super::Tries;
 use super::wake::Waits;
-use super::{LockRequest, Tries};
 use crate::clock;
 use crate::error::Error;
 use crate::lock::deadlock::{self, WaitEdge};
 use crate::lock::queue::{self, Tickets, Waiter};
 use crate::presence::{self, StateCache};
-use crate::workspace::{AgentId, Target, Workspace};
+use crate::workspace::{AgentId, Workspace};
 
 /// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
 impl Drop for Tries<'_> {
@@ -19,13 +19,11 @@ impl Drop for Tries<'_> {
         };
         // How we sleep goes first (its watches and hand-off), then our place in line.
         self.waits = Waits::default();
-        // A stop request (a signal, the client of `coord mcp` gone) ended the wait: cleaning up
-        // still takes the mutex, waiting a little for a holder of it.
+        // A stop request ended the wait: cleaning up still takes the mutex, waiting a little.
         let mutex = crate::wait::finishing(|| self.ws.lock_mutex_within(CLEANUP_PATIENCE));
         match mutex {
             Ok(_mutex) => settle(self.ws, &self.req.agent, &tickets),
-            // The tickets stay, judged dead once this process is gone; their locks go now, so
-            // that a long-lived process (`coord mcp`) does not keep them.
+            // The tickets stay, dead once we are gone; their locks go now (`coord mcp` lives on).
             Err(_) => {
                 for path in &tickets.paths {
                     crate::wait::handoff::let_go(path);
@@ -50,14 +48,9 @@ pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
     let _ = presence::write_over(ws.root(), agent, old.as_ref(), &update);
 }
 
-/// The deadlock waiting for `targets` would close, if any: we would wait for the holders of
-/// `targets`, and following who waits for whom (the queue's other tickets) leads back to us.
-pub(super) fn deadlock(
-    ws: &Workspace,
-    req: &LockRequest,
-    targets: &[Target],
-    tickets: Option<&Tickets>,
-) -> Option<Error> {
+/// The deadlock waiting for `targets` would close, if any: who waits for whom leads back to us.
+pub(super) fn deadlock(tries: &Tries) -> Option<Error> {
+    let (ws, req, targets, tickets) = (tries.ws, tries.req, tries.targets, tries.tickets.as_ref());
     let me = req.agent.id();
     let now = clock::now();
     let mut cache = StateCache::default();
@@ -78,8 +71,7 @@ pub(super) fn deadlock(
     if edges.is_empty() {
         return None;
     }
-    let others: Vec<_> = queue::waiters(ws.root())
-        .into_iter()
+    let others: Vec<_> = (queue::waiters(ws.root()).into_iter())
         .filter(|w| Some(w.seq) != my_seq)
         .collect();
     edges.extend(deadlock::edges(ws, &others, &mut cache, &now));

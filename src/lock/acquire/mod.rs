@@ -176,8 +176,7 @@ pub struct Acquisition {
     pub waited_ms: u64,
 }
 
-/// What a try read of our own: our presence, the locks it lists that we still hold, and the
-/// patterns of our claims (not stale).
+/// What a try read of our own: our presence, the locks it lists we still hold, our live claims.
 #[derive(Default)]
 struct Mine {
     presence: Option<presence::Presence>,
@@ -188,13 +187,11 @@ struct Mine {
 enum Attempt {
     Got(Vec<Acquired>),
     Busy(Blocker),
-    /// The arbitration was lost while deciding (a stalled holder of a lease): everything this
-    /// try did was undone; try again at once.
+    /// The arbitration was lost while deciding: this try was undone; try again at once.
     Fenced,
 }
 
-/// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
-/// Nothing reaches the repository's remote (see [`acquire_shared`]).
+/// Acquire all of `req.targets` or none, waiting as `req.wait` allows, nothing on the remote.
 pub fn acquire(
     ws: &Workspace,
     req: &LockRequest,
@@ -203,8 +200,7 @@ pub fn acquire(
     acquire_shared(ws, req, &Reach::HERE, on_event)
 }
 
-/// [`acquire`], and in a clone that shares its claims through its remote (contract §13), publish
-/// there what `reach` says: each try takes everything here, then publishes it, the mutex free.
+/// [`acquire`], publishing what `reach` says on the remote claims are shared through (§13).
 pub fn acquire_shared(
     ws: &Workspace,
     req: &LockRequest,
@@ -223,14 +219,12 @@ pub fn acquire_shared(
     }
     let sharing = Sharing::of(ws, req, &targets, reach)?;
     // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
-    let policy = ws.policy()?;
-    let started = Instant::now();
     let mut tries = Tries {
         ws,
         req,
         targets: &targets,
-        policy,
-        started,
+        policy: ws.policy()?,
+        started: Instant::now(),
         deadline: Deadline::after(req.wait.as_duration()),
         may_wait: req.wait != Wait::For(Duration::ZERO),
         waits: Waits::default(),
@@ -238,9 +232,9 @@ pub fn acquire_shared(
         told: None,
         last_touch: Instant::now(),
         mine: Mine::default(),
+        on_event,
     };
-    // What this request publishes is decided by the remote itself (`share`); the rest is judged
-    // by the other clones' claims as last synced, read again at most every 2 s while waiting.
+    // The remote decides what this request publishes (`share`); the rest is judged as synced.
     let shared = sharing.is_some();
     let files: &[Target] = if shared && reach.files { &[] } else { &targets };
     let claims: &[Pattern] = if shared && reach.claims {
@@ -252,10 +246,9 @@ pub fn acquire_shared(
     let mut acquired = loop {
         let held = remote_claim::held_elsewhere(ws, &req.agent, files, claims, reread);
         if let Some(blocker) = held {
-            // Paused at most [`REREAD`] before the remote is read again; a place in line here,
-            // from an earlier try, is kept meanwhile.
+            // Paused at most [`REREAD`] before the remote is read again, our place here kept.
             let pause = |deadline: Deadline| crate::wait::pause(deadline.next_sleep(REREAD));
-            tries.wait_remote(blocker, on_event, false, pause)?;
+            tries.wait_remote(blocker, false, pause)?;
             tries.keep_tickets_alive()?;
             // The last look, past the deadline, reads nothing more.
             let last = tries.deadline.passed();
@@ -267,44 +260,37 @@ pub fn acquire_shared(
                 None => break list,
                 // `None`: held by another clone, given back and waited for; try again in full.
                 Some(s) => {
-                    if let Some(list) = tries.share(s, list, on_event)? {
+                    if let Some(list) = tries.share(s, list)? {
                         break list;
                     }
                 }
             },
-            Attempt::Busy(blocker) => tries.wait_after(blocker, on_event)?,
+            Attempt::Busy(blocker) => tries.wait_after(blocker)?,
             Attempt::Fenced => {}
         }
     };
-    // Recorded while the ticket still stands, so that a reader of the history never sees the
-    // wait end before the lock it ended with.
-    super::events::taken(ws.root(), req, &acquired, started);
+    // Recorded while the ticket stands: the history never shows the wait end before the lock.
+    super::events::taken(ws.root(), req, &acquired, tries.started);
     tries.tickets = None;
     if tries.policy.exact_lookups {
-        // A shared folder on a network filesystem: what this machine cached about the files
-        // may predate the last holder's writes (fsutil::refresh_attributes).
+        // On a network filesystem, cached attributes may predate the last holder's writes.
         for t in &targets {
             fsutil::refresh_attributes(&t.abs);
         }
     }
     if req.backup {
-        back_up(ws, req, &targets, &mut acquired)?;
+        back_up(&tries, &mut acquired)?;
     }
     Ok(Acquisition {
         acquired,
-        waited_ms: started.elapsed().as_millis() as u64,
+        waited_ms: tries.started.elapsed().as_millis() as u64,
     })
 }
 
-/// Write `FILE.bak` for each lock just taken: a refresh keeps the backup (FILE may hold our
-/// edit), a takeover of a stale lock keeps its crashed holder's (FILE may be half-written).
-/// A backup that fails releases every lock taken.
-fn back_up(
-    ws: &Workspace,
-    req: &LockRequest,
-    targets: &[Target],
-    acquired: &mut [Acquired],
-) -> Result<()> {
+/// Write `FILE.bak` for each lock taken, but a refresh keeps the backup (FILE may hold our edit),
+/// a takeover its crashed holder's (FILE may be half-written); a failure releases every lock.
+fn back_up(tries: &Tries, acquired: &mut [Acquired]) -> Result<()> {
+    let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
     for (i, target) in targets.iter().enumerate() {
         let a = &mut acquired[i];
         let kept = backup::existing(target);
@@ -314,11 +300,8 @@ fn back_up(
             a.backup = Some(kept);
             a.backup_kept = true;
         } else if let Err(e) = backup::write(ws.root(), target).map(|b| a.backup = b) {
-            let tokens = targets
-                .iter()
-                .cloned()
-                .zip(acquired.iter().map(|a| a.token.clone()));
-            let _ = release_tokens(ws, &req.agent, &tokens.collect::<Vec<_>>());
+            let tokens = (targets.iter().cloned()).zip(acquired.iter().map(|a| a.token.clone()));
+            let _ = release_tokens(ws, &req.agent, &tokens.collect::<Vec<_>>(), true);
             return Err(e);
         }
     }
@@ -331,15 +314,13 @@ fn first_key(targets: &[Target], req: &LockRequest) -> Option<String> {
         .or_else(|| req.claims.first().map(|c| c.as_str().to_string()))
 }
 
-/// The least an acquire waits for the workspace mutex, even when it does not wait for locks:
-/// time for the holders racing it to pass, each for microseconds.
+/// The least an acquire waits for the mutex: time for the holders racing it to pass.
 const MUTEX_FLOOR: Duration = Duration::from_millis(500);
 
 /// How often a wait that involves a claim looks again.
 const CLAIM_RECHECK: Duration = Duration::from_millis(20);
 
-/// A lock on one of `targets`, or a claim matching one (here, or of another clone as last
-/// synced), that another agent holds (not stale), as read without the workspace mutex.
+/// A live lock or claim of another on one of `targets` (here or elsewhere), read without mutex.
 pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
     // No file: nothing to read here nor of the other clones.
     if targets.is_empty() {
@@ -353,14 +334,12 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
     let here = targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
         super::classify(root, &mut entries, &mut cache, &now);
-        if let Some(e) = entries
-            .iter()
-            .find(|e| e.agent != me && e.state != super::LockState::Stale)
+        if let Some(e) =
+            (entries.iter()).find(|e| e.agent != me && e.state != super::LockState::Stale)
         {
             return Some(blocker::blocker_of(root, e, &now));
         }
-        claims
-            .iter_mut()
+        (claims.iter_mut())
             .filter(|c| c.entry.agent != me && c.pattern.matches(&t.rel))
             .find_map(|c| {
                 super::claim::judge(root, c, &mut cache, &now);
@@ -390,19 +369,16 @@ struct Tries<'a> {
     /// When our tickets were last kept alive.
     last_touch: Instant,
     mine: Mine,
+    /// Told what is worth telling the user.
+    on_event: &'a mut dyn FnMut(&LockEvent),
 }
 
 impl Tries<'_> {
-    /// One full try under the mutex, and what it means for our place in the queue: a try that
-    /// got the locks leaves the queue; one that would wait checks for a deadlock, then takes a
-    /// ticket and says `WAITING` in the presence (the first time).
+    /// One full try under the mutex: got the locks, leave the queue; to wait, line up.
     fn once(&mut self) -> Result<Attempt> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // The mutex is held for microseconds; a holder that keeps it longer is stopped or stuck.
-        let patience = self
-            .deadline
-            .next_sleep(crate::arbiter::MUTEX_PATIENCE)
-            .max(MUTEX_FLOOR);
+        let patience = (self.deadline.next_sleep(crate::arbiter::MUTEX_PATIENCE)).max(MUTEX_FLOOR);
         let mutex = match ws.lock_mutex_within(patience) {
             Ok(m) => m,
             Err(e) if matches!(e, Error::Interrupted { .. }) => return Err(e),
@@ -411,14 +387,7 @@ impl Tries<'_> {
                 None => return Err(e),
             },
         };
-        let attempt = attempt(
-            ws,
-            &mutex,
-            req,
-            targets,
-            self.tickets.as_ref(),
-            &mut self.mine,
-        )?;
+        let attempt = attempt(self, &mutex)?;
         match &attempt {
             Attempt::Got(_) => self.leave_line(),
             Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
@@ -431,8 +400,7 @@ impl Tries<'_> {
         Ok(attempt)
     }
 
-    /// Got the locks: leave the queue. The waiter behind us sleeps until we release, not just
-    /// until we leave the line (tickets are in the order of the targets).
+    /// Got the locks: leave the queue (the next sleeps until we release, not until we leave).
     fn leave_line(&mut self) {
         let Some(t) = self.tickets.take() else {
             return;
@@ -445,14 +413,12 @@ impl Tries<'_> {
         queue::leave(&t);
     }
 
-    /// About to wait: refuse a deadlock, else take a ticket (the first time) and say `WAITING`.
-    /// A ticket drawn under a lost lease is given back and the try reported as fenced.
+    /// About to wait: refuse a deadlock, else take a ticket (once; fenced if the lease is lost).
     fn line_up(&mut self, mutex: &Guard) -> Result<Option<Attempt>> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
-        // Every time we would wait, so the last one to close a cycle sees it even when it
-        // formed while we waited.
+        // Each time we would wait: the last to close a cycle sees it, even one formed meanwhile.
         if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
-            && let Some(err) = deadlock(ws, req, targets, self.tickets.as_ref())
+            && let Some(err) = deadlock(self)
         {
             if let Some(t) = self.tickets.take() {
                 settle(ws, &req.agent, &t);
@@ -478,53 +444,37 @@ impl Tries<'_> {
         Ok(None)
     }
 
-    /// After a try found `blocker` in the way: give up, or tell the user, sleep until a new try
-    /// is worth making, stop when asked to, and keep our tickets alive.
-    fn wait_after(
-        &mut self,
-        mut blocker: Blocker,
-        on_event: &mut dyn FnMut(&LockEvent),
-    ) -> Result<()> {
+    /// After a try found `blocker` in the way: give up, or tell the user and sleep till worth it.
+    fn wait_after(&mut self, mut blocker: Blocker) -> Result<()> {
         let (ws, targets) = (self.ws, self.targets);
-        let probe = Probe {
-            record: blocker.record.take().into(),
-            queue: self
-                .tickets
-                .as_ref()
-                .filter(|_| self.mine.held.is_empty())
-                .map(|t| (queue::dirs(ws.root(), targets), t.seq)),
-            open_tickets: self.policy.exact_lookups,
-            ahead: Default::default(),
-            files: targets.iter().map(|t| t.abs.clone()).collect(),
-            agent: self.req.agent.id().to_string(),
-            hand_over: self.policy.fs.served_locally(),
-        };
+        let record = blocker.record.take();
         if !self.may_wait || self.deadline.passed() {
             return Err(self.refusal(blocker));
         }
         let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
-        self.tell(blocker, on_event);
+        self.tell(blocker);
+        let probe = Probe {
+            record: record.into(),
+            queue: (self.tickets.as_ref())
+                .filter(|_| self.mine.held.is_empty())
+                .map(|t| (queue::dirs(ws.root(), targets), t.seq)),
+            ahead: Default::default(),
+            at: (ws.root(), targets),
+            agent: self.req.agent.id(),
+            policy: &self.policy,
+        };
         if claims_involved {
-            // A claim is in the way, or asked for: `.coord/claims` and the claim queues are
-            // looked at again shortly (claims are few; a try reads one small file).
+            // A claim is involved: look again shortly (claims are few; a try reads one small file).
             std::thread::sleep(self.deadline.next_sleep(CLAIM_RECHECK));
         } else {
-            if self.waits.watches.is_none() && !probe.hand_over {
-                // What blocked the try may have gone before the watch was made: look once,
-                // without the mutex, and try again at once only if it did.
+            if self.waits.watches.is_none() && !self.policy.fs.served_locally() {
+                // What blocked us may be gone before the watch was made: look once, retry if it is.
                 self.waits.watches = Some(watch_for(ws.root(), targets));
                 if probe.look() == Look::Changed {
                     return Ok(());
                 }
             }
-            let policy = &self.policy;
-            sleep(
-                &mut self.waits,
-                (ws.root(), targets),
-                &probe,
-                policy,
-                self.deadline,
-            );
+            sleep(&mut self.waits, &probe, self.deadline);
         }
         // Asked to stop: dropping `self` leaves the queue and resets the presence on the way out.
         self.stopped()?;
@@ -532,12 +482,7 @@ impl Tries<'_> {
     }
 
     /// The try took everything here: publish what `s` shares on the remote, the mutex free.
-    fn share(
-        &mut self,
-        s: &Sharing,
-        mut got: Vec<Acquired>,
-        on_event: &mut dyn FnMut(&LockEvent),
-    ) -> Result<Option<Vec<Acquired>>> {
+    fn share(&mut self, s: &Sharing, mut got: Vec<Acquired>) -> Result<Option<Vec<Acquired>>> {
         let (ws, req) = (self.ws, self.req);
         let held = match remote_claim::publish(ws, req, s) {
             Ok(remote::Claimed::Published(p)) => {
@@ -557,18 +502,16 @@ impl Tries<'_> {
         };
         remote_claim::withdraw(ws, &req.agent, &got);
         let blocker = remote_claim::blocker(&held, &s.remote);
-        self.wait_remote(blocker, on_event, true, |deadline| {
+        self.wait_remote(blocker, true, |deadline| {
             remote_claim::wait_free(ws, &req.agent, s, deadline)
         })?;
         Ok(None)
     }
 
-    /// Another clone holds what we ask for: refused when not waiting (or past the deadline),
-    /// else `WAITING` said (each time when `always`, else once), the user told, and `pause`.
+    /// Another clone holds what we want: refused, or `WAITING` said (once unless `always`), paused.
     fn wait_remote(
         &mut self,
         blocker: Blocker,
-        on_event: &mut dyn FnMut(&LockEvent),
         always: bool,
         pause: impl FnOnce(Deadline),
     ) -> Result<()> {
@@ -582,7 +525,7 @@ impl Tries<'_> {
         if always || self.told.is_none() {
             remote_claim::say_waiting(ws, agent, true);
         }
-        self.tell(blocker, on_event);
+        self.tell(blocker);
         pause(self.deadline);
         if let Err(e) = self.stopped() {
             remote_claim::say_waiting(ws, agent, false);
@@ -592,14 +535,14 @@ impl Tries<'_> {
     }
 
     /// Tell the user what stands in the way: once when the wait starts, then when it changes.
-    fn tell(&mut self, blocker: Blocker, on_event: &mut dyn FnMut(&LockEvent)) {
+    fn tell(&mut self, blocker: Blocker) {
         let situation = blocker.situation();
         match &self.told {
             None => {
                 super::events::waiting(self.ws.root(), self.req, &blocker.file, &blocker.holder);
-                on_event(&LockEvent::Waiting(blocker));
+                (self.on_event)(&LockEvent::Waiting(blocker));
             }
-            Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),
+            Some(told) if *told != situation => (self.on_event)(&LockEvent::Changed(blocker)),
             Some(_) => {}
         }
         self.told = Some(situation);
@@ -611,8 +554,7 @@ impl Tries<'_> {
         super::events::refused(self.ws.root(), self.req, err)
     }
 
-    /// `Interrupted`, naming the first file (or claim) asked for, when a signal asked this
-    /// process to stop.
+    /// `Interrupted`, naming the first file (or claim) asked for, when a signal asked us to stop.
     fn stopped(&self) -> Result<()> {
         let Some(signal) = crate::wait::stop_requested() else {
             return Ok(());
@@ -625,15 +567,13 @@ impl Tries<'_> {
 
     /// Touch our tickets every [`queue::TOUCH_EVERY`]; queue up again if they were judged dead.
     fn keep_tickets_alive(&mut self) -> Result<()> {
-        let ws = self.ws;
         if self.last_touch.elapsed() >= queue::TOUCH_EVERY {
             self.last_touch = Instant::now();
             if let Some(t) = &self.tickets
                 && queue::touch(t).is_err()
             {
-                // Our ticket was judged dead (we were stopped too long): leave what is left of
-                // it; the next attempt registers anew, its queue folders watched afresh.
-                let _mutex = ws.lock_mutex()?;
+                // Our ticket was judged dead (stopped too long): leave it; the next try queues.
+                let _mutex = self.ws.lock_mutex()?;
                 queue::leave(t);
                 self.tickets = None;
                 self.waits = Waits::default();

@@ -15,33 +15,26 @@ use crate::wait::handoff::{Handoff, Woken};
 use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::Target;
 
-/// Where a waiter only re-reads the blocking lock, how often it tries in full anyway (a lock
-/// also turns stale by age).
+/// Where a waiter only re-reads the blocking lock, how often it tries in full (locks age too).
 const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
 
-/// How long a sleep on a hand-off lasts at most: how soon a request to stop is seen, and how
-/// often the first in line re-reads the lock it sleeps on (another process may remove it).
+/// The longest sleep on a hand-off: how soon a stop is seen and the lock slept on re-read.
 const HANDOFF_LOOK: Duration = Duration::from_millis(100);
 
 /// What a woken waiter re-reads, without the mutex, before trying in full.
-pub(super) struct Probe {
-    /// The blocking lock and its bytes as read (then the lock of the waiter just ahead of us,
-    /// once it took one of our files).
+pub(super) struct Probe<'a> {
+    /// The blocking lock and its bytes as read (later: the lock the waiter ahead took of ours).
     pub(super) record: RefCell<Option<(PathBuf, Vec<u8>)>>,
-    /// Our queue folders and ticket number, when we hold no lock ourselves (a waiter that holds
-    /// locks lets earlier waiters that wait for them pass; only a full try can judge that).
+    /// Our queue folders and ticket number, when we hold no lock (else only a full try can judge).
     pub(super) queue: Option<(Vec<PathBuf>, u64)>,
-    /// Whether a listed ticket must also open to count (where listings may lag other machines).
-    pub(super) open_tickets: bool,
     /// The ticket last seen just before ours: while it stands, we are not first.
     pub(super) ahead: RefCell<Option<PathBuf>>,
-    /// The files waited for.
-    pub(super) files: Vec<PathBuf>,
+    /// The workspace root, and the files waited for.
+    pub(super) at: (&'a Path, &'a [Target]),
     /// Our agent id (a lock of our own name is for a full try to judge).
-    pub(super) agent: String,
-    /// Whether to sleep on the hand-off of the file in front of us ([`crate::wait::handoff`];
-    /// local folders only).
-    pub(super) hand_over: bool,
+    pub(super) agent: &'a str,
+    /// Whether listings may lag (a ticket must open to count) and hand-offs work (local folders).
+    pub(super) policy: &'a Policy,
 }
 
 /// What a woken waiter sees before trying in full.
@@ -49,38 +42,34 @@ pub(super) struct Probe {
 pub(super) enum Look {
     /// A ticket numbered before ours stands in one of our queues.
     Behind,
-    /// First in line, and the blocking lock is unchanged with its process (if it records one of
-    /// this host) still running.
+    /// First in line, the blocking lock unchanged and its process (if of this host) still running.
     Blocked,
     /// A full try may succeed.
     Changed,
 }
 
-impl Probe {
+impl Probe<'_> {
     /// Whether a full try would surely still find us blocked, and why.
     pub(super) fn look(&self) -> Look {
         if let Some((dirs, seq)) = &self.queue {
             let last = self.ahead.take();
-            let ahead = last
-                .clone()
-                .filter(|t| queue::ticket_stands(t, self.open_tickets))
+            let ahead = (last.clone())
+                .filter(|t| queue::ticket_stands(t, self.policy.exact_lookups))
                 .or_else(|| {
                     dirs.iter()
-                        .find_map(|d| queue::ticket_before(d, *seq, self.open_tickets))
+                        .find_map(|d| queue::ticket_before(d, *seq, self.policy.exact_lookups))
                 });
             if ahead.is_some() {
                 self.ahead.replace(ahead);
                 return Look::Behind;
             }
-            // First in line now. The waiter just ahead most likely left its line because it
-            // took its locks: its lock is what we wait for now.
+            // First in line now: the waiter just ahead most likely took its locks: we wait on them.
             if let Some(taken) = last.and_then(|t| self.taken_by(&t)) {
                 self.record.replace(Some(taken));
                 return Look::Blocked;
             }
         }
-        // The blocking lock file still holds exactly what it held (one open and read: no mutex,
-        // no listing) and names no process of this host that is gone.
+        // The blocking lock holds what it held (one read, no mutex), naming no gone local process.
         let unchanged = |path, raw: &[u8]| {
             fsutil::read_capped(path, RECORD_CAP).is_ok_and(|now| now == raw && process_alive(&now))
         };
@@ -90,8 +79,7 @@ impl Probe {
         }
     }
 
-    /// The file whose owner lets it go when we may move on, for `look`: the ticket just before
-    /// ours, or the lock that blocks us.
+    /// The file whose owner lets it go when we may move on: the ticket just ahead, or the lock.
     fn in_front(&self, look: Look) -> Option<PathBuf> {
         match look {
             Look::Behind => self.ahead.borrow().clone(),
@@ -100,16 +88,15 @@ impl Probe {
         }
     }
 
-    /// The lock, and its bytes, that the agent of `ticket` (a ticket that stood just before
-    /// ours) holds on one of our files, when it holds one that is not judged gone.
+    /// The lock (and bytes) of the agent of `ticket` (just ahead) on one of our files, if not gone.
     fn taken_by(&self, ticket: &Path) -> Option<(PathBuf, Vec<u8>)> {
         let name = ticket.file_name()?.to_str()?;
         let (_, agent) = layout::parse_ticket(name)?;
         if agent == self.agent {
             return None;
         }
-        self.files.iter().find_map(|file| {
-            let path = layout::lock_file(file, agent);
+        self.at.1.iter().find_map(|t| {
+            let path = layout::lock_file(&t.abs, agent);
             let raw = fsutil::read_capped(&path, RECORD_CAP).ok()?;
             process_alive(&raw).then_some((path, raw))
         })
@@ -128,16 +115,13 @@ fn process_alive(raw: &[u8]) -> bool {
         .is_none_or(|(pid, h)| !host::recorded_process_gone_since(pid, h, e.process_start()))
 }
 
-/// What a waiter for `targets` watches: its queue folders, and in each target's folder only its
-/// lock files' names (`FILE.lock.*`); in both only names going away, since a lock or a ticket
-/// appearing never unblocks anyone.
+/// What a waiter watches (names going away only): its queue folders, and its files' lock names.
 pub(super) struct Watches {
     queue: FolderWatch,
     locks: FolderWatch,
 }
 
-/// How a waiter sleeps, kept across its tries: on the hand-off of the file in front of it
-/// where its owner keeps it locked, else on folder watches, made when first needed.
+/// How a waiter sleeps across tries: on the hand-off of what is in front of it, else on watches.
 #[derive(Default)]
 pub(super) struct Waits {
     pub(super) watches: Option<Watches>,
@@ -159,9 +143,7 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
     let others = crate::worktree::others(root);
     for t in targets {
         if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
-            let prefix = layout::lock_file(Path::new(base), "")
-                .to_string_lossy()
-                .into_owned();
+            let prefix = (layout::lock_file(Path::new(base), "").to_string_lossy()).into_owned();
             locks.add_removals(dir, Some(vec![prefix.clone()]));
             let rel_dir = Path::new(&t.rel).parent().unwrap_or(Path::new(""));
             for tree in &others {
@@ -176,18 +158,10 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
 }
 
 /// Sleep until a full try is worth making.
-pub(super) fn sleep(
-    waits: &mut Waits,
-    (root, targets): (&Path, &[Target]),
-    probe: &Probe,
-    policy: &Policy,
-    deadline: Deadline,
-) {
-    let full_every = if policy.exact_lookups {
-        FULL_TRY_EVERY
-    } else {
-        policy.recheck
-    };
+pub(super) fn sleep(waits: &mut Waits, probe: &Probe, deadline: Deadline) {
+    let ((root, targets), policy) = (probe.at, probe.policy);
+    let (lags, hand_over) = (policy.exact_lookups, policy.fs.served_locally());
+    let full_every = if lags { FULL_TRY_EVERY } else { policy.recheck };
     let since = Instant::now();
     let mut step = policy.recheck;
     // Blocked by the queue alone (no lock record), the last try found us behind.
@@ -196,10 +170,8 @@ pub(super) fn sleep(
     } else {
         Look::Blocked
     };
-    // Looking before sleeping may end the sleep at once, but only once between two real sleeps:
-    // some blocks look changed without being so (a waiter holding locks is blocked by the
-    // queue, which it does not look at), and trying again at once every time would spin under
-    // the mutex.
+    // Looking may end the sleep at once, but only once between two sleeps: some blocks look
+    // changed without being so (a waiter holding locks ignores the queue), and we would spin.
     let may_return = !std::mem::take(&mut waits.returned_at_once);
     let mut at_once = |look: Look| {
         if look == Look::Changed && may_return {
@@ -208,20 +180,13 @@ pub(super) fn sleep(
         }
         Some(if look == Look::Changed { before } else { look })
     };
-    // What blocked the try may be gone already, and a waiter behind others learns whose ticket
-    // stands just before its own.
-    let first = if probe.hand_over {
-        probe.look()
-    } else {
-        before
-    };
+    // What blocked the try may be gone; a waiter behind others learns whose ticket is just ahead.
+    let first = if hand_over { probe.look() } else { before };
     let Some(mut look) = at_once(first) else {
         return;
     };
     loop {
-        let in_front = probe
-            .in_front(look)
-            .filter(|_| probe.hand_over && !waits.refused);
+        let in_front = probe.in_front(look).filter(|_| hand_over && !waits.refused);
         if waits.hand.as_ref().map(Handoff::path) != in_front.as_deref() {
             waits.hand = in_front.as_deref().and_then(Handoff::start);
         }
@@ -260,7 +225,7 @@ pub(super) fn sleep(
         look = probe.look();
         step = match look {
             Look::Changed => break,
-            Look::Blocked if policy.exact_lookups => (policy.recheck / 5).max(FIRST_IN_LINE_MIN),
+            Look::Blocked if lags => (policy.recheck / 5).max(FIRST_IN_LINE_MIN),
             Look::Blocked | Look::Behind => policy.recheck,
         };
     }
