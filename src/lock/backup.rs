@@ -124,7 +124,8 @@ pub fn keep_generation(root: &Path, target: &Target) {
     }
 }
 
-/// `bak` kept at `path`: a hard link (backups are replaced, never written), else a new copy.
+/// `bak` kept at `path`: a hard link (backups are replaced by rename, never written in place, so
+/// the kept generation never changes), else a new copy.
 fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
     match fsutil::raw::hard_link(bak, path) {
         Ok(()) => return Ok(()),

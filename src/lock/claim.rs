@@ -21,7 +21,8 @@ use crate::workspace::Workspace;
 /// The most `.coord/claims` is read of (far above what a few hundred claims take).
 const CLAIMS_CAP: u64 = 4 * 1024 * 1024;
 
-/// A claim with its pattern parsed (a pattern that does not parse holds everything).
+/// A claim with its pattern parsed (a pattern that does not parse holds everything: it cannot
+/// be told apart from what it meant to hold).
 pub struct Judged {
     /// The record.
     pub entry: LockEntry,
@@ -203,7 +204,8 @@ fn finish(
     Ok((out, marked))
 }
 
-/// Release `agent`'s claims `(pattern, token)` by compare-and-delete; `record`: in the history.
+/// Release `agent`'s claims `(pattern, token)` by compare-and-delete, keeping the records without
+/// a pattern (as every rewrite of `.coord/claims` does); `record`: in the history.
 pub fn release_tokens(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,

@@ -26,7 +26,8 @@ pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
     }
 }
 
-/// Remove the entry of `agent`'s lock on `rel` (under the mutex, the lock file gone; best effort).
+/// Remove the entry of `agent`'s lock on `rel` (under the mutex, the lock file gone). Best effort:
+/// an entry left behind is only a hint that readers verify.
 pub(super) fn forget(root: &Path, rel: &str, agent: &str) {
     let (entry, _) = layout::held_entry(&crate::worktree::shared_root(root), rel, agent);
     let _ = fsutil::raw::remove_file(&entry);

@@ -47,7 +47,8 @@ fn stale_reason(
         if host::recorded_process_gone_since(pid, h, e.process_start()) {
             return Some(format!("its process {pid} on {h} is gone"));
         }
-        // Taken in a client session on this host: the lock follows the client, not its age.
+        // Taken in a client session on this host: the lock follows the client process, not its
+        // age (one tool call may run for longer than any TTL).
         if let Some((client, _)) = e.client_session()
             && h == host::hostname()
             && e.process_start().is_some()
@@ -72,7 +73,8 @@ fn stale_reason(
         age = clock::age(&now, since);
     }
     let now = &now;
-    // Dated further ahead than its TTL (forged, or a clock far off), it would never age: expired.
+    // Dated further ahead than its TTL (forged, or a clock far off), it would never age: it
+    // counts as expired, and the holder's presence still decides.
     let ahead = clock::age(since, now);
     if age <= ttl && ahead <= ttl {
         return None;

@@ -67,7 +67,8 @@ pub(crate) fn register(
     let shared = crate::worktree::shared_root(root);
     let (seq_path, queue_root) = (layout::queue_seq(&shared), layout::queue_root(&shared));
     fsutil::ensure_dir(&queue_root)?;
-    // `seq` may be damaged or missing: the next number is also above every ticket still queued.
+    // `seq` may be damaged or missing: the next number is also above every ticket still queued,
+    // so a damaged counter cannot let a new waiter jump the line.
     let highest = (queue_folders(root).iter())
         .flat_map(|d| tickets_in(&d.path()).unwrap_or_default())
         .map(|(n, _)| n)
@@ -225,7 +226,8 @@ pub(crate) fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &
         .any(|dir| tickets_in(&dir).is_some_and(|t| t.iter().any(|(n, _)| *n == seq)))
 }
 
-/// Every live ticket of every queue, by number then file; reading only (dead ones are skipped).
+/// Every live ticket of every queue, by number then file; reading only (dead ones are skipped,
+/// not removed, so that `status` can call it without writing a byte).
 pub fn waiters(root: &Path) -> Vec<Waiter> {
     let mut found = Vec::new();
     for dir in queue_folders(root) {

@@ -75,6 +75,8 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
         (root.as_ref()).is_some_and(|r| arbiter::policy(r).is_ok_and(|p| p.exact_lookups));
     list_folders(targets, how, network, None, &mut out)?;
     // The same paths in the other work trees of the repository: a lock there holds the file here.
+    // Only the newcomer check (`except`) looks at this tree alone: it withdraws in favour of a
+    // lock made here while it looked; any other caller must see every tree.
     if let Some(root) = root.filter(|_| how.except.is_none()) {
         for tree in crate::worktree::others(&root) {
             list_folders(targets, how, false, Some(&tree.top), &mut out)?;
@@ -267,7 +269,8 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 /// The lock the walk's entry at `path` is, when it is one.
 fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {
     let raw_name = path.file_name()?;
-    // A name that is not UTF-8 still makes a lock: shown with bad bytes replaced, flagged.
+    // A name that is not UTF-8 still makes a lock: shown with bad bytes replaced, counted as a
+    // problem, never skipped.
     let name = raw_name.to_string_lossy();
     let (base, agent) = layout::parse_lock_name(&name)?;
     let file = ws.rel(&path.parent()?.join(base))?;

@@ -192,7 +192,8 @@ impl<'a> Try<'a> {
         if let Some(c) = self.foreign_claims(false, |p| p.matches(rel)).next() {
             return Err(claim_blocker(root, c, rel, &self.now));
         }
-        // Our own name is not enough on a lock of another live process of ours (`coord run`).
+        // Our own name is not enough on a lock of another live process of ours (`coord run`,
+        // `coord session`): two processes of one agent exclude each other too.
         let live_mine = mine.iter().filter(|m| m.state != LockState::Stale);
         if let Some(other) = live_mine
             .clone()
@@ -208,7 +209,8 @@ impl<'a> Try<'a> {
         if live_mine.count() == 0 {
             self.first_in_line(target)?;
         }
-        // A stale claim on the file goes with it: left, it would hold the file if its holder came.
+        // A stale claim on the file goes with it: left, it would hold the file again the moment
+        // its holder's presence came back.
         let stale_claims = (self.foreign_claims(true, |p| p.matches(rel)))
             .map(|c| c.entry.clone())
             .collect();
@@ -322,7 +324,8 @@ impl<'a> Try<'a> {
             return Ok(Attempt::Fenced);
         }
         self.write_presence(&got)?;
-        // Stale claims taken over go in the rewrite of `.coord/claims`, under this same mutex.
+        // Stale claims taken over go in the rewrite of `.coord/claims`, under this same hold of
+        // the mutex they were judged under (only a holder of it writes that file).
         let over: Vec<&LockEntry> = (plans.iter().flat_map(|p| &p.stale_claims))
             .chain(claim_plans.iter().flat_map(|p| &p.stale_claims))
             .collect();
@@ -380,7 +383,8 @@ impl<'a> Try<'a> {
         })
     }
 
-    /// A lock made by hand while we looked (the seed takes no mutex), to withdraw in favour of.
+    /// A lock made by hand while we looked (the seed's "look, then create" takes no mutex), to
+    /// withdraw in favour of.
     fn newcomer(&mut self, plans: &[Plan<&Target>]) -> Result<Option<Blocker>> {
         let (root, me) = (self.ws.root(), self.req.agent.id());
         let newcomers = Listing {
@@ -524,7 +528,8 @@ fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
     !host::is_ancestor(pid)
 }
 
-/// Where our refreshed lock `m` was taken, when another origin (a shell or session of one name).
+/// Where our refreshed lock `m` was taken, when another origin (a shell or session of one name):
+/// a warning, not exclusion, since one name in two shells excludes nothing.
 fn other_origin(m: &LockEntry) -> Option<String> {
     let theirs = m.field("origin")?;
     let same_host = m.field("host").is_none_or(|h| h == host::hostname());

@@ -400,7 +400,8 @@ impl Tries<'_> {
         Ok(attempt)
     }
 
-    /// Got the locks: leave the queue (the next sleeps until we release, not until we leave).
+    /// Got the locks: leave the queue (the next sleeps until we release, not until we leave;
+    /// tickets are in the order of the targets).
     fn leave_line(&mut self) {
         let Some(t) = self.tickets.take() else {
             return;
