@@ -401,12 +401,7 @@ fn released_when(ws: &Workspace, target: Option<&Target>, holder: &str) -> &'sta
     let id = crate::shell::agent(holder);
     target
         .and_then(|t| lock::locks_of(t).into_iter().find(|l| l.agent == id))
-        .or_else(|| {
-            lock::claim::read_all(ws.root())
-                .0
-                .into_iter()
-                .find(|c| c.agent == id)
-        })
+        .or_else(|| (lock::claim::read_all(ws.root()).ok()?.0.into_iter()).find(|c| c.agent == id))
         .map_or("when its holder unlocks it", |l| l.released_when())
 }
 

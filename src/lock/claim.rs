@@ -10,7 +10,7 @@ use std::path::Path;
 use super::remote_claim::{self, Marked};
 use super::{LockEntry, Release, ReleaseOutcome, classify};
 use crate::clock::{self, Timestamp};
-use crate::error::Result;
+use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::pattern::Pattern;
@@ -31,9 +31,15 @@ pub struct Judged {
 }
 
 /// Every claim as written, unjudged, in the file's order, and the records without a pattern.
-fn read_records(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
+/// No file holds no claim; a file that cannot be read (too large, a symlink, an I/O error) is
+/// an error, never read as empty: a lock judged by it could take a claimed path, and a rewrite
+/// would drop every claim in it.
+fn read_records(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
     let path = layout::claims_file(&crate::worktree::shared_root(root));
-    let bytes = fsutil::read_capped(&path, CLAIMS_CAP).unwrap_or_default();
+    let bytes = match fsutil::read_capped(&path, CLAIMS_CAP) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        read => read.at("read", &path)?,
+    };
     let (mut claims, mut others) = (Vec::new(), Vec::new());
     for block in String::from_utf8_lossy(&bytes).split("\n\n") {
         match parse_block(&path, block) {
@@ -42,7 +48,7 @@ fn read_records(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
             None => others.push(block.to_string()),
         }
     }
-    (claims, others)
+    Ok((claims, others))
 }
 
 fn with_pattern(entry: LockEntry) -> Judged {
@@ -54,21 +60,22 @@ fn with_pattern(entry: LockEntry) -> Judged {
 }
 
 /// `read_records` with each pattern parsed.
-pub fn read_for(root: &Path) -> (Vec<Judged>, Vec<String>) {
-    let (claims, others) = read_records(root);
-    (claims.into_iter().map(with_pattern).collect(), others)
+pub fn read_for(root: &Path) -> Result<(Vec<Judged>, Vec<String>)> {
+    let (claims, others) = read_records(root)?;
+    Ok((claims.into_iter().map(with_pattern).collect(), others))
 }
 
 /// Every claim, unjudged, by pattern then agent, and the records without a pattern.
-pub fn read_all(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
-    let (mut all, others) = read_records(root);
+pub fn read_all(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
+    let (mut all, others) = read_records(root)?;
     all.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
-    (all, others)
+    Ok((all, others))
 }
 
-/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent.
+/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent
+/// (none from a file that cannot be read: the commands that take or release refuse it).
 pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
-    let mut all = read_all(root).0;
+    let mut all = read_all(root).map(|r| r.0).unwrap_or_default();
     classify(root, &mut all, cache, now);
     all
 }
@@ -147,7 +154,7 @@ pub(super) fn release_here(
         return Ok((Vec::new(), Vec::new()));
     }
     let _mutex = ws.lock_mutex()?;
-    let (mut all, others) = read_all(root);
+    let (mut all, others) = read_all(root)?;
     classify(root, &mut all, &mut StateCache::default(), &clock::now());
     let me = agent.id();
     let mut gone = vec![false; all.len()];
@@ -217,7 +224,7 @@ pub fn release_tokens(
     }
     let root = ws.root();
     let mutex = ws.lock_mutex()?;
-    let (all, others) = read_all(root);
+    let (all, others) = read_all(root)?;
     let mut gone = vec![false; all.len()];
     let mut out = Vec::with_capacity(held.len());
     let mut marked = Vec::new();
@@ -253,7 +260,7 @@ pub(super) fn mark(
         return Ok(Vec::new());
     }
     let root = ws.root();
-    let (all, others) = read_records(root);
+    let (all, others) = read_records(root)?;
     let mut found = vec![false; held.len()];
     let mut records = others;
     for e in &all {

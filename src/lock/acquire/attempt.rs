@@ -32,7 +32,7 @@ use crate::workspace::{Target, Workspace};
 pub(super) fn attempt(tries: &mut Tries, mutex: &Guard) -> Result<Attempt> {
     let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
     let roster = lookup_roster(ws.root());
-    let mut t = Try::read(tries);
+    let mut t = Try::read(tries)?;
     let listing = Listing {
         sweep: true,
         roster: &roster,
@@ -93,7 +93,7 @@ struct Try<'a> {
 
 impl<'a> Try<'a> {
     /// Our presence (only we write it while we hold the mutex), its locks, the claims, the queue.
-    fn read(tries: &'a mut Tries) -> Try<'a> {
+    fn read(tries: &'a mut Tries) -> Result<Try<'a>> {
         let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
         let (mine, tickets) = (&mut tries.mine, tries.tickets.as_ref());
         let (root, me) = (ws.root(), req.agent.id());
@@ -102,7 +102,7 @@ impl<'a> Try<'a> {
         mine.presence = presence::read(root, me).ok().flatten();
         mine.held = own_locks_listed(ws, &req.agent, mine.presence.as_ref());
         // Only the claims that can matter are judged: ours, those matching a target or a claim.
-        let (mut claims, unrelated) = claim::read_for(root);
+        let (mut claims, unrelated) = claim::read_for(root)?;
         for c in &mut claims {
             if c.entry.agent == me
                 || targets.iter().any(|t| c.pattern.matches(&t.rel))
@@ -121,7 +121,7 @@ impl<'a> Try<'a> {
         } else {
             queue::waiters(root)
         };
-        Try {
+        Ok(Try {
             ws,
             req,
             targets,
@@ -136,7 +136,7 @@ impl<'a> Try<'a> {
             waiters,
             my_seq: tickets.map(|t| t.seq),
             indexed: None,
-        }
+        })
     }
 
     fn me(&self) -> &str {

@@ -330,7 +330,7 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
     let mut cache = presence::StateCache::default();
     let root = ws.root();
     let me = agent.id();
-    let (mut claims, _) = super::claim::read_for(root);
+    let (mut claims, _) = super::claim::read_for(root).unwrap_or_default();
     let here = targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
         super::classify(root, &mut entries, &mut cache, &now);

@@ -546,3 +546,30 @@ fn a_release_keeps_the_records_of_the_claims_file_it_cannot_read() {
     let after = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(after.contains("note: kept as it is"), "{after}");
 }
+
+#[test]
+fn a_claims_file_that_cannot_be_read_refuses_locks_and_is_never_rewritten() {
+    let env = Env::new();
+    std::fs::create_dir(env.path("src")).unwrap();
+    env.agent("alice").args(["lock", "src/**"]).ok();
+    // Grown past what coord reads (4 MiB): alice's claim is still in it.
+    let path = env.path(".coord/claims");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&format!("\nnote: {}\n", "x".repeat(5 * 1024 * 1024)));
+    std::fs::write(&path, &text).unwrap();
+    let before = env.snapshot();
+    for args in [
+        &["lock", "src/a.rs"][..],
+        &["lock", "docs/**"],
+        &["unlock", "src/**"],
+    ] {
+        let who = if args[0] == "unlock" { "alice" } else { "bob" };
+        env.agent(who)
+            .args(args)
+            .code(1)
+            .stderr_has("error: cannot read")
+            .stderr_has(".coord/claims");
+    }
+    assert_eq!(env.snapshot(), before);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
