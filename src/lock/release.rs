@@ -145,7 +145,7 @@ fn release_files(
     let mut out = Vec::with_capacity(targets.len());
     let mut g = Gathered::default();
     // Each folder listed once, in every work tree (killed processes' temporary files swept too).
-    let roster = lookup_roster(ws.root());
+    let roster = lookup_roster(ws.root())?;
     let listing = Listing {
         sweep: true,
         roster: &roster,

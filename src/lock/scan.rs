@@ -35,7 +35,10 @@ pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
 /// [`list_locks_each`] of `targets`, looking up the roster of their root by exact name.
 fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
     let root = targets.first().and_then(root_of);
-    let roster = root.map(|root| lookup_roster(&root)).unwrap_or_default();
+    let roster = root
+        .map(|root| lookup_roster(&root))
+        .transpose()?
+        .unwrap_or_default();
     let how = Listing {
         roster: &roster,
         ..Listing::default()
@@ -160,16 +163,21 @@ fn root_of(target: &Target) -> Option<PathBuf> {
 }
 
 /// The agents a listing under `root` also looks up by exact name: the roster on network folders.
-pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
+/// A roster that cannot be read is an error, not empty: a try would miss the locks of the agents
+/// on it, and put itself on a new roster without them.
+pub(super) fn lookup_roster(root: &Path) -> Result<Vec<String>> {
     if !arbiter::policy(root).is_ok_and(|p| p.exact_lookups) {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let roster = layout::roster(&crate::worktree::shared_root(root));
-    let bytes = fsutil::read_capped(&roster, RECORD_CAP).unwrap_or_default();
-    (String::from_utf8_lossy(&bytes).lines().map(str::trim))
+    let bytes = match fsutil::read_capped(&roster, RECORD_CAP) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        read => read.at("read", &roster)?,
+    };
+    Ok((String::from_utf8_lossy(&bytes).lines().map(str::trim))
         .filter(|id| crate::workspace::is_valid_agent_id(id))
         .map(str::to_string)
-        .collect()
+        .collect())
 }
 
 /// Put `id` on the roster `ids` (as read under the mutex the caller holds), if it is not there.

@@ -31,7 +31,7 @@ use crate::workspace::{Target, Workspace};
 /// One try, under the mutex: take every target and claim asked for, or none.
 pub(super) fn attempt(tries: &mut Tries, mutex: &Guard) -> Result<Attempt> {
     let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
-    let roster = lookup_roster(ws.root());
+    let roster = lookup_roster(ws.root())?;
     let mut t = Try::read(tries)?;
     let listing = Listing {
         sweep: true,
