@@ -83,21 +83,8 @@ pub fn create_new_held(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<F
     publish_via(path, parent_of(path), fill, |tmp| {
         if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
-            let made = match tmp.into_temp_path().persist_noclobber(path) {
-                Ok(()) => true,
-                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => false,
-                // Where a name cannot be published without replacing (SMB), an `O_EXCL` create
-                // of `path` itself, then the bytes: a reader may see it short for a moment,
-                // never a second one.
-                Err(e) if super::raw::no_hard_links(&e.error) => {
-                    drop(e);
-                    super::open_regular_nofollow(path).is_err()
-                        && super::raw::create_exclusive(path, bytes)?
-                }
-                Err(e) => return Err(e.error),
-            };
             let reopen = || open_nofollow(path, Access::Read).map(|(file, _)| file);
-            return made.then(reopen).transpose();
+            return persist_new(tmp, path)?.then(reopen).transpose();
         }
         match tmp.persist_noclobber(path) {
             Ok(file) => Ok(Some(file)),
