@@ -42,19 +42,6 @@ pub fn remove_tree(dir: &Path) -> Result<bool> {
     Ok(true)
 }
 
-/// Remove `path`, a file or a folder of files (one level: a folder inside stays, and so does
-/// `path` then), never following a link. Best effort.
-pub fn remove_flat(path: &Path) {
-    if is_dir(path) {
-        for name in super::list_names(path).unwrap_or_default() {
-            let _ = super::raw::remove_file(&path.join(name));
-        }
-        let _ = super::raw::remove_empty_dir(path);
-    } else {
-        let _ = super::raw::remove_file(path);
-    }
-}
-
 /// Make `path` an empty marker file (and missing folders); nothing when something is there.
 pub fn empty_marker(path: &Path) -> Result<()> {
     use super::raw;

@@ -26,8 +26,8 @@ pub use atomic::{
     persist_durable, persist_new, replace, replace_durable, replace_staged, spool, temp_in,
 };
 pub use entry::{
-    empty_marker, ensure_dir, make_executable, remove, remove_flat, remove_tree, rename,
-    rewrite_in_place, set_mtime_epoch, sync_dir, touch, touch_if_same,
+    empty_marker, ensure_dir, make_executable, remove, remove_tree, rename, rewrite_in_place,
+    set_mtime_epoch, sync_dir, touch, touch_if_same,
 };
 pub use read::{
     RECORD_CAP, Stat, forget_cached_pages, linked_ancestor, linked_state_folder, list_names, mtime,

@@ -76,7 +76,7 @@ fn plain_relative(rel: &str) -> bool {
 /// of coord left in `.coord/` ([`layout::leftovers`]).
 pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
-        fsutil::remove_flat(&leftover);
+        let _ = fsutil::remove_tree(&leftover);
     }
     for (rel, agent) in gone(root) {
         forget(root, &rel, &agent);
