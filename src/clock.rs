@@ -221,16 +221,8 @@ mod tests {
             );
         }
         assert_eq!(Wait::parse("forever").unwrap(), Wait::Forever);
-        for bad in [
-            "",
-            "5",
-            "5x",
-            "m",
-            "-1s",
-            "1.5s",
-            "99999999999999s",
-            "5 fortnights",
-        ] {
+        let (huge, unknown) = ("99999999999999s", "5 fortnights");
+        for bad in ["", "5", "5x", "m", "-1s", "1.5s", huge, unknown] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
         }
     }
