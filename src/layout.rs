@@ -36,32 +36,27 @@ macro_rules! names {
 }
 
 names! {
-    /// `.coord/.gitignore`: `*`, written where nobody set the repository up (its presence says
-    /// coord's lines went into the repository's `info/exclude` already).
+    /// `.coord/.gitignore`: `*`, written where nobody set the repository up.
     state_gitignore = state_dir / ".gitignore";
     /// `.coord/init.json`: what `coord init` wrote, for `coord init --remove`.
     init_record = state_dir / "init.json";
     /// `.coord/mutex`, the workspace mutex.
     mutex = state_dir / "mutex";
-    /// `.coord/agents`: every agent that took a lock here, one a line (their lock files are also
-    /// looked up by exact name where folder listings may lag).
+    /// `.coord/agents`: every agent that took a lock here, one a line.
     roster = state_dir / "agents";
     /// `.coord/sessions`: one file per agent client process whose session ran a hook here.
     sessions_dir = state_dir / "sessions";
-    /// `.coord/nested/`: one file per workspace made inside this one, holding its path relative
-    /// to this root (see `coord::workspace::nested`).
+    /// `.coord/nested/`: one file per workspace inside this one, holding its relative path.
     nested_register = state_dir / "nested";
     /// `.coord/sync-warned`: the sync-tool warning was given (it is given once).
     sync_warned = state_dir / "sync-warned";
-    /// `.coord/held`: one empty entry per lock file coord made, so that views find them
-    /// without walking the tree (see `lock::index`).
+    /// `.coord/held`: one empty entry per lock file coord made (see `lock::index`).
     held_dir = state_dir / "held";
     /// `.coord/queue`.
     queue_root = state_dir / "queue";
     /// `.coord/queue/seq`, the next ticket number.
     queue_seq = queue_root / "seq";
-    /// `.coord/claims`: every claim on a folder or pattern, one record per claim (see
-    /// `lock::claim`).
+    /// `.coord/claims`: every claim on a folder or pattern, one record per claim.
     claims_file = state_dir / "claims";
     /// `.coord/messages`.
     messages_dir = state_dir / "messages";
@@ -69,8 +64,7 @@ names! {
     partners_dir = state_dir / "partners";
     /// `.coord/partners/seq`, the last row id handed out.
     partners_seq = partners_dir / "seq";
-    /// `.coord/partners/open`: one empty file per row not clocked out, named by its id, so a
-    /// heartbeat reads the open rows and not the whole card's history.
+    /// `.coord/partners/open`: one empty file per row not clocked out, named by its id.
     partners_open_dir = partners_dir / "open";
     /// `.coord/config`: workspace settings, `key: value` lines (`history_max_size`, ...).
     config = state_dir / "config";
@@ -84,23 +78,17 @@ names! {
     needs_user_dir = state_dir / "needs-user";
     /// `.coord/remote`: what this clone knows of its remote's coord state (contract §13).
     remote_dir = state_dir / "remote";
-    /// `.coord/remote/state.json`: the remote's claims and clones as last read, with when this
-    /// clone first saw each version of each record (see `remote::state`).
+    /// `.coord/remote/state.json`: the remote's claims and clones as last read.
     remote_state = remote_dir / "state.json";
-    /// `.coord/remote/claims`: the claims of `state.json` in tab-separated lines, with when each
-    /// lease ends: what a hook reads.
+    /// `.coord/remote/claims`: the claims of `state.json` as a hook reads them.
     remote_claims = remote_dir / "claims";
-    /// `.coord/remote/working_on`: what each clone's agents are editing, as last read, in
-    /// tab-separated lines: what a hook's edit warning reads.
+    /// `.coord/remote/working_on`: what each clone's agents are editing, as last read.
     remote_working_on = remote_dir / "working_on";
-    /// `.coord/remote/sync`: a kernel lock held by the one `coord remote sync` of this clone
-    /// running (never deleted).
+    /// `.coord/remote/sync`: the kernel lock of `coord remote sync` (never deleted).
     remote_sync = remote_dir / "sync";
-    /// `.coord/remote/lock`: a kernel lock held while `state.json` is read, merged and
-    /// rewritten (never deleted).
+    /// `.coord/remote/lock`: the kernel lock of a merge of `state.json` (never deleted).
     remote_lock = remote_dir / "lock";
-    /// `.coord/remote/renewer`: a kernel lock held by the one process that renews this clone's
-    /// claims on the remote (`coord remote renewer`; never deleted).
+    /// `.coord/remote/renewer`: the kernel lock of `coord remote renewer` (never deleted).
     remote_renewer = remote_dir / "renewer";
     /// `.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
     remote_renewer_pid = remote_dir / "renewer.pid";
@@ -162,8 +150,7 @@ pub fn lock_file(file: &Path, agent: &str) -> PathBuf {
     with_suffix(file, &format!("{LOCK_INFIX}{agent}"))
 }
 
-/// Split a lock file name into the locked file's name and the agent id
-/// (`SHARED.txt.lock.claude` → `("SHARED.txt", "claude")`). The agent part must be a valid id.
+/// The locked file's name and the agent id of a lock file name (`a.txt.lock.claude`).
 pub fn parse_lock_name(file_name: &str) -> Option<(&str, String)> {
     let at = file_name.rfind(LOCK_INFIX)?;
     let (base, agent) = (&file_name[..at], &file_name[at + LOCK_INFIX.len()..]);
@@ -194,9 +181,7 @@ pub const IGNORE_BEGIN: &str = "# coord:begin";
 /// The last line of coord's block in `.gitignore` (and in `info/exclude`).
 pub const IGNORE_END: &str = "# coord:end";
 
-/// The `.gitignore` lines that keep coord's own files out of `git status`: the state folder,
-/// presence and handshake files, locks, backups, refused writes and temporary files (`coord
-/// init` writes them; docs/protocol.md lists them).
+/// The `.gitignore` lines that keep coord's own files out of `git status`.
 pub const GITIGNORE_LINES: &[&str] = &[
     // Any `.coord/`, a nested workspace's too.
     ".coord/",
@@ -216,8 +201,7 @@ pub fn rejected(file: &Path, agent: &str) -> PathBuf {
     with_suffix(file, &format!("{REJECTED_INFIX}{agent}"))
 }
 
-/// `FILE.rejected.<agent>.<n>`: where refused content goes when something that is not a file
-/// (a folder, a FIFO) stands at `FILE.rejected.<agent>`.
+/// `FILE.rejected.<agent>.<n>`: where refused content goes when a non-file holds the name.
 pub fn rejected_numbered(file: &Path, agent: &str, n: u32) -> PathBuf {
     with_suffix(file, &format!("{REJECTED_INFIX}{agent}.{n}"))
 }
@@ -252,9 +236,7 @@ pub fn is_temp_name(file_name: &str) -> bool {
     parse_temp_name(file_name).is_some()
 }
 
-/// What coord file a name is, when it is one of coord's own files beside the user's (a lock,
-/// a backup, a refused write, a presence, a handshake, a temporary file): such a file is never
-/// locked or written as a user's file.
+/// What coord file a name is, when it is one of coord's own files beside the user's.
 pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
     type Is = fn(&str) -> bool;
     let kinds: [(Is, &'static str); 6] = [
@@ -289,9 +271,7 @@ pub fn skip_in_walk(dir_name: &str) -> bool {
     dir_name == STATE_DIR || dir_name == ".git"
 }
 
-/// What earlier versions of coord kept in `.coord/` and this one neither reads nor writes:
-/// files kept for reuse (`recycled/`), caches of walked folders (`folders`) and of linked
-/// worktrees (`worktrees`), the file every index entry was a hard link to (`held/anchor`).
+/// What earlier versions of coord kept in `.coord/` and this one neither reads nor writes.
 pub fn leftovers(root: &Path) -> [PathBuf; 4] {
     let state = state_dir(root);
     [
@@ -309,8 +289,7 @@ const HELD_INFIX: &str = ".held.";
 /// entry holds the path).
 const HELD_NAME_MAX: usize = 200;
 
-/// The index entry of `agent`'s lock on `rel` (a path relative to the root), and whether it is
-/// named by a hash (then it holds `rel` as its content).
+/// The index entry of `agent`'s lock on `rel`, and whether it is named by a hash (holding `rel`).
 pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
     let max = HELD_NAME_MAX.saturating_sub(HELD_INFIX.len() + agent.len());
     let (name, hashed) = escaped_name(rel, "=", max);
@@ -320,8 +299,7 @@ pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
     )
 }
 
-/// What an index entry's name says: the locked file (relative to the root; `None` when the
-/// entry is named by hash and its content says it) and the agent. `None` for any other name.
+/// The locked file (`None`: named by hash) and the agent an index entry's name says.
 pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
     let (enc, agent) = file_name.rsplit_once(HELD_INFIX)?;
     if enc.is_empty() || !is_valid_agent_id(agent) {
@@ -346,8 +324,7 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
     Some((Some(rel), agent))
 }
 
-/// `<root>/.coord/backups/<name>`: `file`'s older backup generations, named by its path relative
-/// to the shared root (absolute when outside, in a linked worktree) escaped as one name.
+/// `<root>/.coord/backups/<name>`: `file`'s older backups, named by its escaped path.
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
     let key = file.strip_prefix(root).unwrap_or(file).to_string_lossy();
     state_dir(root)
@@ -387,8 +364,7 @@ pub fn queue_dir(root: &Path, rel: &str) -> PathBuf {
     queue_root(root).join(hashed("q-", rel, ""))
 }
 
-/// The queue folder of one claim pattern (`c-` and a hash of the pattern): claim waiters stand
-/// apart from file waiters, so a lock request finds them with one listing of the queue root.
+/// The queue folder of one claim pattern (`c-` and a hash of the pattern).
 pub fn claim_queue_dir(root: &Path, pattern: &str) -> PathBuf {
     queue_root(root).join(hashed(CLAIM_QUEUE_PREFIX, pattern, ""))
 }
@@ -590,8 +566,7 @@ pub fn needs_user(root: &Path, agent: &str) -> PathBuf {
     needs_user_dir(root).join(agent)
 }
 
-/// `<root>/.coord/shell/<agent>`: when the agent's shell tool call started, and the stat data
-/// of the files others held then (JSON; see [`crate::shelledit`]).
+/// `<root>/.coord/shell/<agent>`: the agent's running shell call (see [`crate::shelledit`]).
 pub fn shell_start(root: &Path, agent: &str) -> PathBuf {
     state_dir(root).join("shell").join(agent)
 }
@@ -601,8 +576,7 @@ pub const REMOTE_CLAIMS_REF: &str = "refs/coord/claims";
 /// The folder of refs on the remote holding each clone's `working_on`, one ref a clone.
 pub const REMOTE_CLONES_PREFIX: &str = "refs/coord/clones/";
 
-/// Where this clone keeps the remote's `refs/coord/…` as last fetched (`refs/coord/claims` is
-/// `refs/coord-sync/claims` here). Local only: coord never pushes it.
+/// Where this clone keeps the remote's `refs/coord/…` as last fetched (never pushed).
 pub const SYNC_PREFIX: &str = "refs/coord-sync/";
 
 /// The refs `git fast-import` builds a commit on in this clone, deleted in the same run.
