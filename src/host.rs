@@ -108,8 +108,7 @@ fn stat_fields(stat: &str) -> impl Iterator<Item = &str> {
     after_name.into_iter().flat_map(str::split_whitespace)
 }
 
-/// Whether this process runs in the foreground of a terminal on its stdin, stdout or stderr
-/// (where a Ctrl-C typed at the terminal reaches it).
+/// Whether this process runs in the foreground of a terminal on its stdin, stdout or stderr.
 pub fn in_terminal_foreground() -> bool {
     use std::os::fd::AsFd as _;
     let on_terminal = [
@@ -162,8 +161,7 @@ pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
     recorded_process_gone_since(pid, host, None)
 }
 
-/// [`recorded_process_gone`], or a process of that number runs but started at another time than
-/// `start` (the number was reused).
+/// [`recorded_process_gone`], or its number reused by a process started at another time.
 pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
     if host != hostname() {
         return false;
@@ -176,8 +174,7 @@ pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> 
     pid != self::pid() && start.is_some_and(|recorded| now().is_some_and(|now| now != recorded))
 }
 
-/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
-/// the pid, it names one process for the life of the machine.
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22).
 pub fn start_time(pid: u32) -> Option<u64> {
     let read = |pid| started(&stat_line(pid)?);
     if pid != self::pid() {
@@ -238,8 +235,7 @@ pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
     )
 }
 
-/// The process that ran this one: its parent, or, when that is coord's npm launcher (named in
-/// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way.
+/// The process that ran this one: its parent, or the parent of coord's npm launcher.
 pub fn invoker() -> u32 {
     let parent = std::os::unix::process::parent_id();
     match std::env::var("COORD_LAUNCHER_PID") {
@@ -253,8 +249,7 @@ pub fn is_ancestor(pid: u32) -> bool {
     ancestors().any(|a| a == pid)
 }
 
-/// This process's parent, its parent, and so on, read as asked: at most 64, ending at pid 1 (or
-/// 0), or where `/proc` cannot be read.
+/// This process's parent, its parent, and so on (at most 64, read as asked).
 pub fn ancestors() -> impl Iterator<Item = u32> {
     let mut last = None;
     std::iter::from_fn(move || {
@@ -293,8 +288,7 @@ pub fn random_u64() -> u64 {
     h.finish()
 }
 
-/// A supervised command's process group (`coord run`, `coord session`): CMD and every process
-/// it started that did not leave the group.
+/// A supervised command's process group (`coord run`, `coord session`).
 #[derive(Debug, Clone, Copy)]
 pub struct ProcessGroup {
     pgid: rustix::process::Pid,
@@ -325,9 +319,7 @@ impl ProcessGroup {
         }
     }
 
-    /// Wait until the group has ended; at `deadline`, kill what is left (`SIGKILL`) and wait
-    /// two seconds more (a process in uninterruptible sleep, or a zombie nobody reaps, may
-    /// linger). Returns whether the group is gone.
+    /// Wait until the group has ended, killing what is left at `deadline`; whether it is gone.
     pub fn wait_gone(&self, deadline: std::time::Instant) -> bool {
         let wait_until = |until| {
             while self.alive() && std::time::Instant::now() < until {

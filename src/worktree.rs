@@ -80,10 +80,7 @@ fn git_dir(top: &Path) -> Option<PathBuf> {
     gitfile_target(top)
 }
 
-/// The work tree of the superproject when the work tree at `top` is a submodule checked out in
-/// it (`git submodule add`): `top/.git` is a file naming a git folder below the `modules/`
-/// folder of the git folder of the work tree around `top` (`<super>/.git/modules/NAME`, or
-/// `<super>/.git/worktrees/W/modules/NAME` in a linked worktree of the superproject).
+/// The superproject's work tree when `top` is a submodule (`<super>/.git/modules/NAME`).
 pub fn superproject_of(top: &Path) -> Option<PathBuf> {
     let gitdir = gitfile_target(top)?;
     if fs::symlink_metadata(gitdir.join("commondir")).is_ok() {
@@ -122,9 +119,7 @@ pub fn enclosing_common_dir(dir: &Path) -> Option<PathBuf> {
     common_dir(enclosing_top(dir)?)
 }
 
-/// The git folder holding the repository of the work tree at `top`, whose `config` and
-/// `info/exclude` git reads for it: [`common_dir`], or for a submodule the folder its `.git`
-/// file names (`<super>/.git/modules/NAME`).
+/// The git folder holding the repository (`config`, `info/exclude`) of the work tree at `top`.
 pub fn repository_dir(top: &Path) -> Option<PathBuf> {
     common_dir(top).or_else(|| gitfile_target(top))
 }
@@ -169,9 +164,7 @@ fn has_own_state(top: &Path) -> bool {
     fs::symlink_metadata(top.join(crate::layout::STATE_DIR)).is_ok_and(|m| m.is_dir())
 }
 
-/// A work tree as a refusal or a view names the place of a holder: `worktree /repo-b, branch
-/// feature`, or `worktree /repo-b, detached HEAD` (words, not a parenthesis inside the one
-/// the caller puts around it).
+/// A work tree as a refusal names a holder's place: `worktree /repo-b, branch feature`.
 pub fn place(top: impl std::fmt::Display, branch: Option<&str>) -> String {
     match branch {
         Some(b) => format!("worktree {top}, branch {b}"),
@@ -179,8 +172,7 @@ pub fn place(top: impl std::fmt::Display, branch: Option<&str>) -> String {
     }
 }
 
-/// The branch checked out in the work tree whose top level is `top`: its git folder's `HEAD`
-/// file, read (no git process). `None`: detached, unreadable, or not a work tree.
+/// The branch checked out in the work tree at `top`, from its `HEAD` (no git process).
 pub fn branch_at(top: &Path) -> Option<String> {
     branch_of(&git_dir(top)?)
 }
@@ -203,8 +195,7 @@ fn branch_of(gitdir: &Path) -> Option<String> {
         .map(|r| r.strip_prefix("refs/heads/").unwrap_or(r).to_string())
 }
 
-/// Every work tree sharing the workspace at `root` (its shared root's repository), `root`'s own
-/// first; just `root` when it shares with none.
+/// Every work tree sharing the workspace at `root`, `root`'s own first.
 pub fn trees(root: &Path) -> Vec<Tree> {
     let shared = shared_root(root);
     let tree = |top, gitdir| Tree { top, gitdir };
@@ -246,8 +237,7 @@ pub fn is_gone(top: &Path) -> bool {
     !fs::symlink_metadata(top).is_ok_and(|m| m.is_dir())
 }
 
-/// The other work trees sharing the workspace at `root` (empty for a lone folder). Cheap when
-/// there are none: one or two metadata lookups.
+/// The other work trees sharing the workspace at `root` (cheap when there are none).
 pub fn others(root: &Path) -> Vec<Tree> {
     if shared_root(root) == root
         && !fs::symlink_metadata(root.join(".git/worktrees")).is_ok_and(|m| m.is_dir())
@@ -257,9 +247,7 @@ pub fn others(root: &Path) -> Vec<Tree> {
     trees(root).split_off(1)
 }
 
-/// Every work tree of the repository whose tree `top` is, whatever workspace each one is (a
-/// worktree holding its own `.coord/` included): `top` first, then the main work tree (none
-/// for a bare repository) and each linked one still there.
+/// Every work tree of `top`'s repository, whatever workspace each one is, `top` first.
 pub fn repository_tops(top: &Path) -> Vec<PathBuf> {
     let mut all = vec![top.to_path_buf()];
     let Some(common) = common_dir(top) else {

@@ -58,8 +58,7 @@ pub struct SyncTool {
     pub marker: String,
 }
 
-/// Diagnose the workspace at `root` (writes one small probe file in `state_dir`, its shared
-/// `.coord/`, to measure the clock skew).
+/// Diagnose the workspace at `root` (a probe file in its `.coord/`, `state_dir`, measures skew).
 pub fn diagnose(root: &Path, state_dir: &Path) -> Result<Diagnosis> {
     let policy = super::policy(root)?;
     let skew = super::measure_skew(state_dir).ok();
@@ -68,8 +67,7 @@ pub fn diagnose(root: &Path, state_dir: &Path) -> Result<Diagnosis> {
     Ok(diagnosis(root, copies, &policy, skew, past_cache))
 }
 
-/// Whether this system reads a file in `dir` past this machine's cache of its contents, asked
-/// of a probe file (see [`crate::fsutil::forget_cached_pages`]).
+/// Whether this system reads a file in `dir` past this machine's cache of its contents.
 fn reads_past_cache(dir: &Path) -> bool {
     crate::fsutil::temp_in(dir)
         .is_ok_and(|probe| crate::fsutil::forget_cached_pages(probe.as_file()).unwrap_or(false))
@@ -210,9 +208,7 @@ fn conflict_copies(root: &Path, state_dir: &Path) -> Vec<String> {
     found
 }
 
-/// If a sync tool manages `root` and this has not been said before, remember that it was said
-/// (`.coord/sync-warned` under the `shared` root) and return the warning: it is given once per
-/// workspace.
+/// The warning about a sync tool managing `root`, once per workspace (`.coord/sync-warned`).
 pub fn sync_warning_once(root: &Path, shared: &Path) -> Option<String> {
     let state = layout::state_dir(shared);
     if !fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {

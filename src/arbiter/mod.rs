@@ -52,8 +52,7 @@ const NFS: u64 = 0x6969;
 const FUSE: u64 = 0x6573_5546;
 const EXT4: u64 = 0xEF53;
 
-/// Every filesystem coord knows by its magic number, with its class and name. Windows file
-/// systems seen through WSL (`9p`) are not local.
+/// Every filesystem coord knows by its magic number, with its class and name (`9p`: not local).
 const KNOWN: [(u64, FsClass, &str); 15] = [
     (NFS, FsClass::Nfs, "nfs"),
     (0x517B, FsClass::Smb, "smb"),
@@ -73,8 +72,7 @@ const KNOWN: [(u64, FsClass, &str); 15] = [
 ];
 
 impl FsInfo {
-    /// Classify a `statfs` magic number; `mount_type` is the type `/proc/self/mountinfo` gives
-    /// (`fuse.sshfs`, `nfs4`, …) when known.
+    /// Classify a `statfs` magic number, named by its mount type (`fuse.sshfs`) when known.
     pub fn from_magic(magic_number: u64, mount_type: Option<&str>) -> FsInfo {
         let (class, name) = KNOWN
             .iter()
@@ -119,16 +117,13 @@ impl FsInfo {
         !(self.class == FsClass::Fuse && ["fuse.rclone", "rclone"].contains(&self.name.as_str()))
     }
 
-    /// Whether one kernel sees every process that can reach the folder: its locks exclude them
-    /// all, its events (inotify) report their changes, and looking at a file costs no round
-    /// trip to a server.
+    /// Whether one kernel sees every process that can reach the folder (its locks, its events).
     pub fn served_locally(&self) -> bool {
         self.class == FsClass::Local
     }
 }
 
-/// The filesystem type of the mount holding `dir`, from a `/proc/self/mountinfo` table: the
-/// longest mount point that is an ancestor of `dir` wins.
+/// The filesystem type of the deepest mount holding `dir`, from a `/proc/self/mountinfo` table.
 fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
     let mounts = table.lines().filter_map(|line| {
         let (left, right) = line.split_once(" - ")?;
@@ -187,8 +182,7 @@ impl Arbitration {
 /// The environment variable that overrides the arbitration.
 pub const ENV_ARBITRATION: &str = "COORD_ARBITRATION";
 
-/// How a waiter re-checks where events reach it (a safety net), and where events from other
-/// machines never arrive.
+/// How a waiter re-checks where events reach it, and where other machines' events never arrive.
 const RECHECK_LOCAL: Duration = Duration::from_millis(500);
 const RECHECK_REMOTE: Duration = Duration::from_millis(50);
 
@@ -203,14 +197,12 @@ pub struct Policy {
     pub overridden: bool,
     /// How often a waiter looks again without an event.
     pub recheck: Duration,
-    /// Whether lock files are also looked up by exact name for every agent known to the
-    /// workspace (a folder listing may be served from a cache that lags other machines).
+    /// Whether lock files are also looked up by exact name (a listing may lag other machines).
     pub exact_lookups: bool,
 }
 
 impl Policy {
-    /// The policy for a filesystem, with an optional override (the value of
-    /// `COORD_ARBITRATION`).
+    /// The policy for a filesystem, with the value of `COORD_ARBITRATION` when set.
     pub fn choose(fs: FsInfo, override_value: Option<&str>) -> Result<Policy> {
         let local = fs.served_locally();
         let detected = match (fs.arbitrable(), local) {
@@ -256,16 +248,14 @@ pub fn policy(root: &Path) -> Result<Policy> {
     })
 }
 
-/// How often a waiter on `dir` re-checks without an event: [`crate::wait::RECHECK`], or sooner
-/// where events from other machines never arrive (a network filesystem).
+/// How often a waiter on `dir` re-checks without an event (sooner on a network filesystem).
 pub fn recheck_for(dir: &Path) -> Duration {
     policy(dir).map_or(crate::wait::RECHECK, |p| {
         p.recheck.min(crate::wait::RECHECK)
     })
 }
 
-/// How far this machine's clock runs ahead of the folder's (the file server's), when it does by
-/// more than two seconds; measured once per process with a file written in `root`'s `.coord/`.
+/// How far this machine's clock runs ahead of the folder's, when by more than two seconds.
 pub fn clock_ahead(root: &Path) -> Option<Duration> {
     if std::env::var_os(crate::clock::NOW_ENV).is_some() {
         return None;
@@ -277,9 +267,7 @@ pub fn clock_ahead(root: &Path) -> Option<Duration> {
     skew.filter(|s| *s > 2.0).map(Duration::from_secs_f64)
 }
 
-/// Seconds this clock is ahead of the clock that stamps files in `dir` (negative: behind):
-/// a file is created there and its mtime, as the filesystem reports it on the open file, is
-/// compared with this machine's time around the write.
+/// Seconds this clock is ahead of the clock that stamps a file made in `dir` (negative: behind).
 pub fn measure_skew(dir: &Path) -> io::Result<f64> {
     use std::io::Write;
     use std::time::SystemTime;
@@ -306,9 +294,7 @@ pub enum Guard {
 }
 
 impl Guard {
-    /// Take the workspace mutex whose kernel-lock file is `mutex_path`, as `arbitration` says,
-    /// waiting at most `patience` (and never past [`mutex_patience`]); a signal that asks this
-    /// process to stop ends the wait.
+    /// Take the workspace mutex at `mutex_path` as `arbitration` says, waiting at most `patience`.
     pub fn take(mutex_path: &Path, arbitration: Arbitration, patience: Duration) -> Result<Guard> {
         match arbitration {
             Arbitration::Kernel => lock_mutex_within(mutex_path, patience).map(Guard::Kernel),

@@ -54,19 +54,16 @@ pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> 
 /// only a process stopped (or stuck) while holding it makes anyone wait this long.
 pub const MUTEX_PATIENCE: Duration = Duration::from_secs(30);
 
-/// The patience of this process for the workspace mutex, in milliseconds, when capped below
-/// [`MUTEX_PATIENCE`] (0: not capped).
+/// This process's cap on its patience for the workspace mutex, in milliseconds (0: none).
 static PATIENCE_CAP_MS: AtomicU64 = AtomicU64::new(0);
 
-/// From now on, wait at most `cap` for the workspace mutex, whoever takes it: for a process
-/// that must answer within a budget of its own (a client's hook), whatever it calls.
+/// From now on, wait at most `cap` for the workspace mutex (a hook answers within a budget).
 pub fn cap_mutex_patience(cap: Duration) {
     let ms = u64::try_from(cap.as_millis()).unwrap_or(u64::MAX).max(1);
     PATIENCE_CAP_MS.store(ms, Ordering::Relaxed);
 }
 
-/// How long this process waits for the workspace mutex at most: [`MUTEX_PATIENCE`], or less
-/// after [`cap_mutex_patience`].
+/// How long this process waits for the workspace mutex at most (see [`cap_mutex_patience`]).
 pub fn mutex_patience() -> Duration {
     match PATIENCE_CAP_MS.load(Ordering::Relaxed) {
         0 => MUTEX_PATIENCE,

@@ -97,8 +97,7 @@ impl Target {
         })
     }
 
-    /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, a presence, a temporary file)
-    /// as a file to lock or write: that would make a lock on a lock, or forge one.
+    /// Refuse one of coord's own files (`F.lock.claude`) as a file to lock or write.
     pub fn not_coords_own(&self) -> Result<()> {
         let name = self.abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
         match layout::own_file_kind(name) {
@@ -135,8 +134,7 @@ impl Workspace {
         Ok(Workspace { root })
     }
 
-    /// Make `dir` a workspace of its own: create its `.coord/` folder, even when `dir` lies
-    /// inside another workspace (that is what makes a nested workspace deliberate).
+    /// Make `dir` a workspace of its own, even inside another one: create its `.coord/`.
     pub fn init(dir: &Path) -> Result<(Workspace, bool)> {
         let root = canonical_dir(dir)?;
         let state = layout::state_dir(&shared_root(&root));
@@ -158,8 +156,7 @@ impl Workspace {
         &self.root
     }
 
-    /// Create `.coord/` when missing, sweep temporary files left in the root, learn the
-    /// [`Workspace::policy`] and, in a git work tree nobody set up, [`Workspace::adopt`] it.
+    /// Create `.coord/` when missing, sweep temporary files, learn the policy and adopt the tree.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
         let dir = layout::state_dir(&shared_root(&self.root));
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
@@ -185,8 +182,7 @@ impl Workspace {
         Ok(dir)
     }
 
-    /// Keep coord's files out of `git status` in a git work tree nobody set up ([`adopt`]),
-    /// before coord writes anything there.
+    /// Keep coord's files out of `git status` in a git work tree nobody set up ([`adopt`]).
     pub fn adopt(&self) -> Result<()> {
         static LOOKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
         {
@@ -250,8 +246,7 @@ impl Workspace {
         }
     }
 
-    /// Refuse, before anything is written, where no arbitration holds (an rclone mount: see
-    /// [`arbiter`]): what a command would write there could not be kept from another's write.
+    /// Refuse, before anything is written, where no arbitration holds (an rclone mount).
     pub fn require_arbitration(&self) -> Result<()> {
         let policy = self.policy()?;
         if policy.arbitration == arbiter::Arbitration::None {
@@ -268,8 +263,7 @@ impl Workspace {
         arbiter::policy(&self.root)
     }
 
-    /// Resolve a path to one file given relative to `cwd`, taken literally (a tool's path, a
-    /// record's); a FILE argument goes through [`Workspace::file_arg`] first.
+    /// Resolve a path to one file given relative to `cwd`, taken literally (a tool's path).
     pub fn resolve(&self, cwd: &Path, arg: &str) -> Result<Target> {
         let bad = |why: &str| Error::BadPath {
             path: arg.to_string(),
@@ -315,8 +309,7 @@ impl Workspace {
         Ok(Target { rel, abs })
     }
 
-    /// A FILE argument of a command, given relative to `cwd`: the one rule by which every
-    /// command that takes FILEs reads them, on the command line and through `coord mcp`.
+    /// A FILE argument of a command (CLI or MCP), given relative to `cwd`.
     pub fn file_arg(&self, cwd: &Path, arg: &str) -> Result<FileArg> {
         if pattern::is_claim(arg) {
             return self.claim(cwd, arg).map(FileArg::Claim);
@@ -337,8 +330,7 @@ impl Workspace {
         Ok((files, claims))
     }
 
-    /// The FILE argument of `coord COMMAND`, a command that acts on one file's content (write,
-    /// note, restore): [`Workspace::file_arg`], a claim refused.
+    /// The FILE argument of `coord COMMAND`, which acts on one file's content: a claim refused.
     pub fn one_file(&self, cwd: &Path, arg: &str, command: &str) -> Result<Target> {
         match self.file_arg(cwd, arg) {
             Ok(FileArg::File(t)) => Ok(t),
@@ -350,8 +342,7 @@ impl Workspace {
         }
     }
 
-    /// A claim argument given relative to `cwd` (a folder with a trailing `/`, or a pattern),
-    /// as a pattern relative to the root.
+    /// A claim argument (a folder with a trailing `/`, or a pattern) as a pattern on the root.
     pub fn claim(&self, cwd: &Path, arg: &str) -> Result<Pattern> {
         let bad = |why: String| Error::BadPattern {
             pattern: arg.to_string(),
@@ -389,8 +380,7 @@ impl Workspace {
         Pattern::parse(&text).map_err(bad)
     }
 
-    /// Where a path given relative to `cwd`, whose folder does not exist yet, would be once a
-    /// client's tool made its folder with the file.
+    /// Where a path in a folder not made yet would be once a client's tool made it.
     pub fn resolve_unmade(&self, cwd: &Path, path: &str) -> Option<Target> {
         if path.is_empty() || path.contains('\0') {
             return None;

@@ -16,8 +16,7 @@ fn is_workspace(dir: &Path) -> bool {
     fsutil::real_entry(&dir.join(layout::STATE_DIR)).is_some_and(|m| m.is_dir())
 }
 
-/// If a workspace lies around `root`, note `root` in that workspace's register (once) so that
-/// its `status` can say it holds this one.
+/// Note `root` in the register of the workspace around it, if any (once).
 pub fn register(root: &Path) {
     // A linked git worktree (even one inside the main checkout) shares the main tree's
     // workspace: it is not a workspace nested in it.
@@ -56,8 +55,7 @@ fn plain_relative(rel: &str) -> bool {
             .all(|c| matches!(c, Component::Normal(_)))
 }
 
-/// The roots of the workspaces inside `root`, relative to it: those its register names and
-/// those holding one of `files` (paths relative to the root), sorted.
+/// The roots of the workspaces inside `root` (registered, or holding one of `files`), sorted.
 pub fn roots(root: &Path, files: &[&str]) -> BTreeSet<String> {
     let registered = fsutil::read_dir(layout::nested_register(&shared_root(root)))
         .into_iter()
