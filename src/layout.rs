@@ -377,11 +377,6 @@ pub fn ticket_name(seq: u64, agent: &str) -> String {
     format!("{seq:020}.{agent}")
 }
 
-/// The sequence number of a ticket file name.
-pub fn parse_ticket_name(file_name: &str) -> Option<u64> {
-    parse_ticket(file_name).map(|(seq, _)| seq)
-}
-
 /// The sequence number and agent id of a ticket file name.
 pub fn parse_ticket(file_name: &str) -> Option<(u64, &str)> {
     let (seq, agent) = file_name.split_once('.')?;
@@ -639,30 +634,20 @@ mod tests {
     }
 
     #[test]
-    fn temp_and_ticket_names_parse_back() {
+    fn temp_ticket_message_and_row_names_parse_back() {
         let name = format!("{}Ab12Cd{}", temp_prefix("0badcafe", 4242), TEMP_SUFFIX);
         assert_eq!(parse_temp_name(&name), Some(("0badcafe", 4242)));
         assert!(!is_temp_name("notes.tmp"));
-        assert_eq!(parse_ticket_name(&ticket_name(7, "claude")), Some(7));
-        assert_eq!(parse_ticket_name("7.claude"), None);
-    }
-
-    #[test]
-    fn message_names_parse_back() {
-        let p = message_file(Path::new("/w"), "0mkx2a9q1b3cd");
+        assert_eq!(parse_ticket(&ticket_name(7, "claude")), Some((7, "claude")));
+        assert_eq!(parse_ticket("7.claude"), None);
+        let root = Path::new("/w");
+        let p = message_file(root, "0mkx2a9q1b3cd");
         assert_eq!(p, Path::new("/w/.coord/messages/0mkx2a9q1b3cd.msg"));
-        assert_eq!(
-            parse_message_name("0mkx2a9q1b3cd.msg"),
-            Some("0mkx2a9q1b3cd")
-        );
+        let id = parse_message_name("0mkx2a9q1b3cd.msg");
+        assert_eq!(id, Some("0mkx2a9q1b3cd"));
         for bad in ["x.txt", ".msg", "../x.msg", "A.msg", "a-b.msg"] {
             assert_eq!(parse_message_name(bad), None, "{bad}");
         }
-    }
-
-    #[test]
-    fn stamp_rows_parse_back() {
-        let root = Path::new("/w");
         let row = partner_row(root, 7);
         assert_eq!(row, Path::new("/w/.coord/partners/0000000007.session"));
         let name = row.file_name().unwrap().to_str().unwrap();
