@@ -256,19 +256,12 @@ mod tests {
         let sshfs = Policy::choose(FsInfo::from_magic(FUSE, Some("fuse.sshfs")), None).unwrap();
         let blind = diagnosis(dir.path(), Vec::new(), &sshfs, None, false);
         assert!(!blind.reads_past_cache);
-        assert!(
-            blind
-                .warnings
-                .iter()
-                .any(|w| w.contains("past this machine's cache") && w.contains("kernel_cache")),
-            "{:?}",
-            blind.warnings
-        );
+        let says =
+            |w: &String| w.contains("past this machine's cache") && w.contains("kernel_cache");
+        assert!(blind.warnings.iter().any(says), "{:?}", blind.warnings);
         let fresh = diagnosis(dir.path(), Vec::new(), &sshfs, None, true);
-        assert!(
-            fresh.reads_past_cache && fresh.warnings.is_empty(),
-            "{fresh:?}"
-        );
+        let quiet = fresh.reads_past_cache && fresh.warnings.is_empty();
+        assert!(quiet, "{fresh:?}");
         // This machine can: its temporary folder's files are read past the cache.
         assert!(cfg!(not(target_os = "linux")) || reads_past_cache(dir.path()));
     }
@@ -285,9 +278,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.sync-conflict-1-2-X.txt"), "x").unwrap();
         fs::write(dir.path().join("a.txt"), "x").unwrap();
-        assert_eq!(
-            conflict_copies(dir.path(), &dir.path().join(".coord")),
-            vec!["a.sync-conflict-1-2-X.txt"]
-        );
+        let found = conflict_copies(dir.path(), &dir.path().join(".coord"));
+        assert_eq!(found, vec!["a.sync-conflict-1-2-X.txt"]);
     }
 }

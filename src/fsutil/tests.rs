@@ -40,10 +40,8 @@ fn capped_reads_give_every_byte_whatever_the_size() {
         fs::write(&f, &bytes).unwrap();
         assert_eq!(read_capped(&f, 1 << 20).unwrap(), bytes, "{len} bytes");
         if len > 0 {
-            assert!(
-                read_capped(&f, len as u64 - 1).is_err(),
-                "{len} bytes over the cap"
-            );
+            let over = read_capped(&f, len as u64 - 1);
+            assert!(over.is_err(), "{len} bytes over the cap");
         }
     }
     // A file whose size says 0 but that has content (the kernel's own files) reads whole.
@@ -99,10 +97,8 @@ fn append_adds_whole_lines_and_refuses_links() {
     append_line(&f, b"one").unwrap();
     fs::write(&f, b"one\nhand-written, no newline").unwrap();
     append_line_durable_numbered(&f, b"two\n").unwrap();
-    assert_eq!(
-        fs::read_to_string(&f).unwrap(),
-        "one\nhand-written, no newline\ntwo\n"
-    );
+    let text = fs::read_to_string(&f).unwrap();
+    assert_eq!(text, "one\nhand-written, no newline\ntwo\n");
     let link = dir.path().join("link.md");
     std::os::unix::fs::symlink(&f, &link).unwrap();
     assert!(append_line(&link, b"x").is_err());
