@@ -26,30 +26,20 @@ impl AgentId {
     /// Validate a name as given (`Claude` → id `claude`, display `Claude`).
     pub fn parse(name: &str) -> Result<AgentId> {
         let id = name.to_ascii_lowercase();
-        let why = [
-            (name.is_empty(), "it is empty"),
-            (
-                !name.is_ascii(),
-                "only ASCII letters, digits, `_` and `-` are allowed",
-            ),
-            (name.len() > 32, "it is longer than 32 characters"),
-            (
-                !is_valid_agent_id(&id),
-                "only letters, digits, `_` and `-` are allowed, starting with a letter or digit",
-            ),
-        ]
-        .into_iter()
-        .find_map(|(bad, why)| bad.then_some(why));
-        match why {
-            Some(why) => Err(Error::InvalidAgent {
-                name: name.to_string(),
-                why: why.to_string(),
-            }),
-            None => Ok(AgentId {
-                id,
-                name: name.to_string(),
-            }),
-        }
+        let why = if name.is_empty() {
+            "it is empty"
+        } else if !name.is_ascii() {
+            "only ASCII letters, digits, `_` and `-` are allowed"
+        } else if name.len() > 32 {
+            "it is longer than 32 characters"
+        } else if !is_valid_agent_id(&id) {
+            "only letters, digits, `_` and `-` are allowed, starting with a letter or digit"
+        } else {
+            let name = name.to_string();
+            return Ok(AgentId { id, name });
+        };
+        let (name, why) = (name.to_string(), why.to_string());
+        Err(Error::InvalidAgent { name, why })
     }
 
     /// The id: lower-case, safe in file names.
@@ -91,22 +81,19 @@ impl Target {
             ),
             Ok(_) => "it is not a regular file".into(),
         };
-        Err(Error::BadPath {
-            path: self.rel.clone(),
-            why,
-        })
+        let path = self.rel.clone();
+        Err(Error::BadPath { path, why })
     }
 
     /// Refuse one of coord's own files (`F.lock.claude`) as a file to lock or write.
     pub fn not_coords_own(&self) -> Result<()> {
         let name = self.abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        match layout::own_file_kind(name) {
-            Some(kind) => Err(Error::BadPath {
-                path: self.rel.clone(),
-                why: format!("it is {kind} of coord's, not a file to lock or write"),
-            }),
-            None => Ok(()),
-        }
+        let Some(kind) = layout::own_file_kind(name) else {
+            return Ok(());
+        };
+        let why = format!("it is {kind} of coord's, not a file to lock or write");
+        let path = self.rel.clone();
+        Err(Error::BadPath { path, why })
     }
 }
 
@@ -250,10 +237,8 @@ impl Workspace {
     pub fn require_arbitration(&self) -> Result<()> {
         let policy = self.policy()?;
         if policy.arbitration == arbiter::Arbitration::None {
-            return Err(Error::NoArbitration {
-                root: self.root.clone(),
-                filesystem: policy.fs.name,
-            });
+            let (root, filesystem) = (self.root.clone(), policy.fs.name);
+            return Err(Error::NoArbitration { root, filesystem });
         }
         Ok(())
     }
@@ -294,10 +279,8 @@ impl Workspace {
             abs = fs::canonicalize(&abs).map_err(|_| bad("it is a dangling symlink"))?;
         }
         if !abs.starts_with(&self.root) {
-            return Err(Error::OutsideRoot {
-                path: arg.to_string(),
-                root: self.root.clone(),
-            });
+            let (path, root) = (arg.to_string(), self.root.clone());
+            return Err(Error::OutsideRoot { path, root });
         }
         let rel = self.rel(&abs).ok_or_else(|| bad("it is not valid UTF-8"))?;
         if rel.is_empty() {
