@@ -170,10 +170,8 @@ fn sync_tool(root: &Path) -> Option<SyncTool> {
             .map(|(marker, tool)| (dir.join(marker), *tool))
             .find(|(p, _)| crate::fsutil::real_entry(p).is_some())
             .or_else(|| onedrive.then(|| (dir.to_path_buf(), "OneDrive")))?;
-        Some(SyncTool {
-            tool: tool.to_string(),
-            marker: marker.display().to_string(),
-        })
+        let (tool, marker) = (tool.to_string(), marker.display().to_string());
+        Some(SyncTool { tool, marker })
     })
 }
 

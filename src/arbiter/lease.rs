@@ -181,10 +181,8 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
             }
         }
         if let Some(signal) = crate::wait::stop_requested() {
-            return Err(crate::Error::Interrupted {
-                signal,
-                file: path.display().to_string(),
-            });
+            let file = path.display().to_string();
+            return Err(crate::Error::Interrupted { signal, file });
         }
         if Instant::now() >= deadline {
             let e = last_error.unwrap_or_else(|| io::Error::new(

@@ -73,10 +73,10 @@ const KNOWN: [(u64, FsClass, &str); 15] = [
 
 impl FsInfo {
     /// Classify a `statfs` magic number, named by its mount type (`fuse.sshfs`) when known.
-    pub fn from_magic(magic_number: u64, mount_type: Option<&str>) -> FsInfo {
+    pub fn from_magic(magic: u64, mount_type: Option<&str>) -> FsInfo {
         let (class, name) = KNOWN
             .iter()
-            .find(|(m, _, _)| *m == magic_number)
+            .find(|(m, _, _)| *m == magic)
             .map_or((FsClass::Other, "unknown"), |(_, c, n)| (*c, *n));
         // The mount table names the exact type (`fuse.sshfs`, `nfs4`); the magic number decides
         // the class, so a misleading name cannot make a network mount look local.
@@ -86,11 +86,7 @@ impl FsInfo {
             }
             _ => name.to_string(),
         };
-        FsInfo {
-            magic: magic_number,
-            name,
-            class,
-        }
+        FsInfo { magic, name, class }
     }
 
     fn detect(dir: &Path) -> Result<FsInfo> {
