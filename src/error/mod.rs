@@ -351,18 +351,14 @@ impl Error {
 
     /// A refusal by rule `why`, with a message and an optional hint.
     pub fn refused(why: Refusal, message: impl Into<String>, hint: Option<String>) -> Error {
-        Error::Refused {
-            why,
-            message: message.into(),
-            hint,
-        }
+        let message = message.into();
+        Error::Refused { why, message, hint }
     }
 
     /// Bad user input.
     pub fn bad_input(message: impl Into<String>) -> Error {
-        Error::BadInput {
-            message: message.into(),
-        }
+        let message = message.into();
+        Error::BadInput { message }
     }
 }
 
