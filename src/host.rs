@@ -60,10 +60,8 @@ struct OwnIds {
 fn own_ids() -> OwnIds {
     #[cfg(target_os = "linux")]
     {
-        read_proc("/proc/self/stat")
-            .and_then(|stat| String::from_utf8(stat).ok())
-            .map(|stat| parse_stat_ids(&stat))
-            .unwrap_or_default()
+        let stat = read_proc("/proc/self/stat").and_then(|stat| String::from_utf8(stat).ok());
+        stat.map_or_else(OwnIds::default, |stat| parse_stat_ids(&stat))
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -88,12 +86,7 @@ fn own_ids() -> OwnIds {
 #[cfg(any(target_os = "linux", test))]
 fn parse_stat_ids(stat: &str) -> OwnIds {
     let fields: Vec<&str> = stat_fields(stat).collect();
-    let id = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<i32>().ok())
-            .filter(|v| *v > 0)
-    };
+    let id = |i: usize| fields.get(i)?.parse::<i32>().ok().filter(|v| *v > 0);
     OwnIds {
         group: id(2),
         session: id(3),
@@ -200,10 +193,8 @@ fn stat_line(pid: u32) -> Option<String> {
 fn read_proc(path: &str) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::with_capacity(1024);
-    std::fs::File::open(path)
-        .ok()?
-        .read_to_end(&mut bytes)
-        .ok()?;
+    let mut file = std::fs::File::open(path).ok()?;
+    file.read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 
@@ -216,23 +207,17 @@ pub fn command_name(pid: u32) -> Option<String> {
 /// The arguments of process `pid` (`/proc/<pid>/cmdline`), when they can be read.
 pub fn command_line(pid: u32) -> Option<Vec<String>> {
     let raw = read_proc(&format!("/proc/{pid}/cmdline"))?;
-    Some(
-        raw.split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect(),
-    )
+    let args = raw.split(|b| *b == 0).filter(|a| !a.is_empty());
+    let args = args.map(|a| String::from_utf8_lossy(a).into_owned());
+    Some(args.collect())
 }
 
 /// Whether the standard input of process `pid` is a terminal; `None` when that cannot be read.
 pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
     let target = std::fs::read_link(format!("/proc/{pid}/fd/0")).ok()?;
     let target = target.to_string_lossy();
-    Some(
-        ["/dev/pts/", "/dev/tty", "/dev/console"]
-            .iter()
-            .any(|t| target.starts_with(t)),
-    )
+    let terminals = ["/dev/pts/", "/dev/tty", "/dev/console"];
+    Some(terminals.iter().any(|t| target.starts_with(t)))
 }
 
 /// The process that ran this one: its parent, or the parent of coord's npm launcher.
@@ -340,10 +325,8 @@ mod tests {
     use super::*;
 
     fn sleeper(secs: &str) -> std::process::Child {
-        std::process::Command::new("sleep")
-            .arg(secs)
-            .spawn()
-            .unwrap()
+        let sleep = std::process::Command::new("sleep").arg(secs).spawn();
+        sleep.unwrap()
     }
 
     #[test]

@@ -113,9 +113,8 @@ pub fn parse_session_name(file_name: &str) -> Option<(&str, u32)> {
 
 /// `text` as a number when it is ASCII digits only (no sign, no blank).
 fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
-    text.bytes()
-        .all(|b| b.is_ascii_digit())
-        .then(|| text.parse().ok())?
+    let digits = text.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| text.parse().ok())?
 }
 
 /// `<root>/.coord/nested/<FNV-1a hash of rel>`: the register entry of the nested workspace `rel`.
@@ -247,10 +246,8 @@ pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
         (|n| handshake_agent(n).is_some(), "a handshake file"),
         (is_temp_name, "a temporary file"),
     ];
-    kinds
-        .iter()
-        .find(|(is, _)| is(file_name))
-        .map(|(_, kind)| *kind)
+    let found = kinds.iter().find(|(is, _)| is(file_name));
+    found.map(|(_, kind)| *kind)
 }
 
 /// Whether a name is `FILE.rejected.<agent>` or `FILE.rejected.<agent>.<n>`.
@@ -327,9 +324,8 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
 /// `<root>/.coord/backups/<name>`: `file`'s older backups, named by its escaped path.
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
     let key = file.strip_prefix(root).unwrap_or(file).to_string_lossy();
-    state_dir(root)
-        .join("backups")
-        .join(escaped_name(&key, "", HELD_NAME_MAX).0)
+    let name = escaped_name(&key, "", HELD_NAME_MAX).0;
+    state_dir(root).join("backups").join(name)
 }
 
 /// `<prefix><16 hex digits of the FNV-1a hash of key><suffix>`.
@@ -515,10 +511,8 @@ pub fn review_template(meta: &Path) -> PathBuf {
 
 /// `<meta>/reviews/llms/<llm>/<topic>_review_<date>.md`.
 pub fn review_file(meta: &Path, llm: &str, topic: &str, date: &str) -> PathBuf {
-    meta.join("reviews")
-        .join("llms")
-        .join(llm)
-        .join(format!("{topic}_review_{date}.md"))
+    let dir = meta.join("reviews").join("llms").join(llm);
+    dir.join(format!("{topic}_review_{date}.md"))
 }
 
 /// `<meta>/review-responses/llms/<llm>/<topic>-review/<NN>_<action>_to_<other>_<description>_<date>.md`.
@@ -534,13 +528,10 @@ pub fn review_response(
     description: &str,
     date: &str,
 ) -> PathBuf {
-    meta.join("review-responses")
-        .join("llms")
-        .join(llm)
-        .join(format!("{topic}-review"))
-        .join(format!(
-            "{step:02}_{action}_to_{other}_{description}_{date}.md"
-        ))
+    let llms = meta.join("review-responses").join("llms");
+    let dir = llms.join(llm).join(format!("{topic}-review"));
+    let name = format!("{step:02}_{action}_to_{other}_{description}_{date}.md");
+    dir.join(name)
 }
 
 /// `<meta>/changelog/<llm1>_<llm2>_<topic>_<description>_<date>.md`.

@@ -179,12 +179,8 @@ pub fn branch_at(top: &Path) -> Option<String> {
 
 /// A work tree's short name, as the views show it: the last part of its top level.
 pub fn short_name(top: &str) -> &str {
-    let trimmed = top.trim_end_matches('/');
-    trimmed
-        .rsplit('/')
-        .next()
-        .filter(|n| !n.is_empty())
-        .unwrap_or(top)
+    let last = top.trim_end_matches('/').rsplit('/').next();
+    last.filter(|n| !n.is_empty()).unwrap_or(top)
 }
 
 /// The branch a git folder's `HEAD` names.

@@ -35,9 +35,8 @@ pub fn append_line_durable_numbered(path: &Path, line: &[u8]) -> Result<usize> {
 
 /// fsync the regular file at `path` (data written through another descriptor included).
 pub fn sync_file(path: &Path) -> Result<()> {
-    open_regular_nofollow(path)
-        .and_then(|f| f.sync_data())
-        .at("sync", path)
+    let file = open_regular_nofollow(path).at("sync", path)?;
+    file.sync_data().at("sync", path)
 }
 
 /// Append under the file's kernel lock; with `count`, also the number of the new line.
@@ -165,10 +164,8 @@ fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) ->
     // A plain rename, not the exchange `persist` makes: no name ever holds the old log but
     // `path` (a writer killed here leaves no copy of it behind; a temporary file left while it
     // was written goes with the next cut's sweep).
-    tmp.persist(path)
-        .map(drop)
-        .map_err(|e| e.error)
-        .at("replace", path)
+    let persisted = tmp.persist(path).map_err(|e| e.error);
+    persisted.map(drop).at("replace", path)
 }
 
 /// The size of the chunks the kernel copies a write into the page cache by.

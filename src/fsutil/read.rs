@@ -209,12 +209,9 @@ pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
     let below = start
         .ancestors()
         .position(|a| a.file_name() == Some(state))?;
-    start
-        .ancestors()
-        .take(below)
-        .filter(|a| fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()))
-        .last()
-        .map(Path::to_path_buf)
+    let is_link = |a: &&Path| fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink());
+    let last = start.ancestors().take(below).filter(is_link).last();
+    last.map(Path::to_path_buf)
 }
 
 /// Refuse a path that [`linked_state_folder`] finds a symlink on the way to: `InvalidData`,
@@ -238,10 +235,8 @@ static LINK_WARNING: std::sync::Mutex<Option<(PathBuf, String)>> = std::sync::Mu
 
 /// The first symlink met (not followed) in place of one of coord's folders, and what to say, once.
 pub fn take_link_warning() -> Option<(PathBuf, String)> {
-    LINK_WARNING
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
+    let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
+    noted.take()
 }
 
 /// [`fs::read_dir`], refused (`InvalidData`) through a symlinked state folder ([`refuse_linked`]).
