@@ -87,10 +87,8 @@ pub fn age(now: &Timestamp, then: &Timestamp) -> Duration {
 /// A short human age: `12s`, `3m`, `2h`, `4d`.
 pub fn format_age(age: Duration) -> String {
     let secs = age.as_secs();
-    let (unit, size) = UNITS
-        .into_iter()
-        .find(|(_, size)| secs >= *size)
-        .unwrap_or(("s", 1));
+    let largest = UNITS.into_iter().find(|(_, size)| secs >= *size);
+    let (unit, size) = largest.unwrap_or(("s", 1));
     format!("{}{unit}", secs / size)
 }
 

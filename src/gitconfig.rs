@@ -118,9 +118,8 @@ pub(crate) fn expand_home(value: &str) -> PathBuf {
 
 /// A variable naming a path, when set and not empty.
 fn env_path(var: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    let value = std::env::var_os(var).filter(|v| !v.is_empty());
+    value.map(PathBuf::from)
 }
 
 /// `$XDG_CONFIG_HOME`, else `~/.config`.

@@ -218,10 +218,8 @@ pub fn sync_warning_once(root: &Path, shared: &Path) -> Option<String> {
     }
     let tool = sync_tool(root)?;
     let text = sync_warning(&tool);
-    crate::fsutil::create_new(&marker, format!("{text}\n").as_bytes())
-        .ok()
-        .filter(|created| *created)
-        .map(|_| text)
+    let created = crate::fsutil::create_new(&marker, format!("{text}\n").as_bytes());
+    created.is_ok_and(|made| made).then_some(text)
 }
 
 #[cfg(test)]

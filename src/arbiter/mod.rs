@@ -90,9 +90,8 @@ impl FsInfo {
     }
 
     fn detect(dir: &Path) -> Result<FsInfo> {
-        let st = rustix::fs::statfs(dir)
-            .map_err(io::Error::from)
-            .at("inspect the filesystem of", dir)?;
+        let st = rustix::fs::statfs(dir).map_err(io::Error::from);
+        let st = st.at("inspect the filesystem of", dir)?;
         // `f_type` is signed on some targets; the magic numbers are 32-bit.
         #[allow(clippy::unnecessary_cast)]
         let magic_number = (st.f_type as i64 as u64) & 0xFFFF_FFFF;
@@ -129,9 +128,8 @@ fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
         dir.starts_with(&mount_point).then_some((len, fstype))
     });
     // The last of the longest: a later mount over the same point hides the earlier one.
-    mounts
-        .max_by_key(|(len, _)| *len)
-        .map(|(_, t)| t.to_string())
+    let deepest = mounts.max_by_key(|(len, _)| *len);
+    deepest.map(|(_, t)| t.to_string())
 }
 
 /// Mount points escape space, tab, newline and backslash as `\ooo`.

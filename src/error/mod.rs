@@ -223,11 +223,8 @@ pub struct WaitStep {
 }
 
 fn describe_cycle(cycle: &[WaitStep]) -> String {
-    cycle
-        .iter()
-        .map(|s| format!("{} waits for `{}` held by {}", s.agent, s.file, s.holder))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let step = |s: &WaitStep| format!("{} waits for `{}` held by {}", s.agent, s.file, s.holder);
+    cycle.iter().map(step).collect::<Vec<_>>().join(", ")
 }
 
 fn working_suffix(working_on: &Option<String>) -> String {

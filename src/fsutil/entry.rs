@@ -11,9 +11,8 @@ use crate::error::{IoResultExt, Result};
 
 /// fsync a folder, so a rename in it survives a crash.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|f| f.sync_all())
-        .at("sync folder", dir)
+    let folder = File::open(dir).at("sync folder", dir)?;
+    folder.sync_all().at("sync folder", dir)
 }
 
 /// Remove `path` (a file or a link, never a link's target). `Ok(false)` when it was not there.
@@ -133,9 +132,8 @@ pub fn touch_if_same(path: &Path, bytes: &[u8]) -> bool {
 /// kept: how a record says it has been used without removing it.
 pub fn set_mtime_epoch(path: &Path) -> Result<()> {
     let (file, _) = open_nofollow(path, Access::Read).at("set the time of", path)?;
-    set_mtime(&file, 0)
-        .map_err(io::Error::from)
-        .at("set the time of", path)
+    let set = set_mtime(&file, 0).map_err(io::Error::from);
+    set.at("set the time of", path)
 }
 
 /// Set an open file's modification time (`nanos` 0: the epoch, or `UTIME_NOW`).

@@ -49,10 +49,8 @@ pub fn register(root: &Path) {
 
 /// A path relative to the root that stays below it (no `..`, not absolute, not empty).
 fn plain_relative(rel: &str) -> bool {
-    !rel.is_empty()
-        && Path::new(rel)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))
+    let mut parts = Path::new(rel).components();
+    !rel.is_empty() && parts.all(|c| matches!(c, Component::Normal(_)))
 }
 
 /// The roots of the workspaces inside `root` (registered, or holding one of `files`), sorted.
@@ -64,9 +62,8 @@ pub fn roots(root: &Path, files: &[&str]) -> BTreeSet<String> {
         .filter_map(|e| fsutil::read_capped(&e.path(), 4096).ok())
         .filter_map(|b| String::from_utf8(b).ok())
         .map(|t| t.trim().to_string());
-    let mut roots: BTreeSet<String> = registered
-        .filter(|rel| plain_relative(rel) && is_workspace(&root.join(rel)))
-        .collect();
+    let nested = |rel: &String| plain_relative(rel) && is_workspace(&root.join(rel));
+    let mut roots: BTreeSet<String> = registered.filter(nested).collect();
     // Each folder is looked at once, however many files lie in it.
     let mut seen = BTreeSet::new();
     for file in files {
