@@ -315,11 +315,8 @@ mod tests {
         let dead = child.id();
         child.wait().unwrap();
         let host = host::hostname();
-        fs::write(
-            &p,
-            format!("token: 1111\nhost: {host}\npid: {dead}\nlease: 60s\n"),
-        )
-        .unwrap();
+        let record = format!("token: 1111\nhost: {host}\npid: {dead}\nlease: 60s\n");
+        fs::write(&p, record).unwrap();
         let started = Instant::now();
         let g = acquire_with(&p, LEASE, Duration::from_secs(5)).unwrap();
         assert!(started.elapsed() < Duration::from_secs(2));
