@@ -123,14 +123,9 @@ impl Workspace {
 
     /// Make `dir` a workspace of its own, even inside another one: create its `.coord/`.
     pub fn init(dir: &Path) -> Result<(Workspace, bool)> {
-        let root = canonical_dir(dir)?;
-        let state = layout::state_dir(&shared_root(&root));
-        let existed = fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
-        fsutil::ensure_dir(&state)?;
-        if !existed {
-            nested::register(&root);
-        }
-        Ok((Workspace { root }, !existed))
+        let ws = Workspace::at(canonical_dir(dir)?);
+        let (_, made) = ws.make_state_dir()?;
+        Ok((ws, made))
     }
 
     /// A workspace at an already resolved root (tests, the demo).
@@ -145,28 +140,33 @@ impl Workspace {
 
     /// Create `.coord/` when missing, sweep temporary files, learn the policy and adopt the tree.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
-        let dir = layout::state_dir(&shared_root(&self.root));
-        // The root was resolved (no symlink above it), so a real folder at `.coord` is all
-        // there is to check; anything else (missing, a symlink, a file) takes the careful path.
-        if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-            // Never the root itself: a workspace removed (`rm -rf`) while a coord process still
-            // ran in it is not brought back by that process.
-            if !fs::symlink_metadata(&self.root).is_ok_and(|m| m.is_dir()) {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "the workspace folder is gone",
-                ))
-                .at("create folder", &dir);
-            }
-            fsutil::ensure_dir(&dir)?;
-            // Made now: the workspace around this one, if any, learns that it holds it.
-            nested::register(&self.root);
-        }
+        let (dir, _) = self.make_state_dir()?;
         self.sweep_temps_once();
         // Detected before the first file is published: a network filesystem needs care from it.
         let _ = self.policy();
         self.adopt()?;
         Ok(dir)
+    }
+
+    /// `.coord/`, made when missing (then `true`) and noted by the workspace around this one.
+    fn make_state_dir(&self) -> Result<(PathBuf, bool)> {
+        let dir = layout::state_dir(&shared_root(&self.root));
+        // The root was resolved (no symlink above it), so a real folder at `.coord` is all
+        // there is to check; anything else (missing, a symlink, a file) takes the careful path.
+        if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            return Ok((dir, false));
+        }
+        // Never the root itself: a workspace removed (`rm -rf`) while a coord process still ran
+        // in it is not brought back by that process.
+        if !fs::symlink_metadata(&self.root).is_ok_and(|m| m.is_dir()) {
+            let gone =
+                std::io::Error::new(std::io::ErrorKind::NotFound, "the workspace folder is gone");
+            return Err(gone).at("create folder", &dir);
+        }
+        fsutil::ensure_dir(&dir)?;
+        // Made now: the workspace around this one, if any, learns that it holds it.
+        nested::register(&self.root);
+        Ok((dir, true))
     }
 
     /// Keep coord's files out of `git status` in a git work tree nobody set up ([`adopt`]).
