@@ -204,10 +204,8 @@ impl Policy {
             (true, true) => Arbitration::Kernel,
             (true, false) => Arbitration::Link,
         };
-        let forced = match override_value
-            .map(|v| v.trim().to_ascii_lowercase())
-            .as_deref()
-        {
+        let value = override_value.map(|v| v.trim().to_ascii_lowercase());
+        let forced = match value.as_deref() {
             None | Some("") => None,
             Some("kernel" | "flock") => Some(Arbitration::Kernel),
             Some("link" | "lease") => Some(Arbitration::Link),
