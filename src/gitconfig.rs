@@ -31,8 +31,7 @@ pub fn last_value(text: &str, section: &str, key: &str) -> Option<Option<String>
     found
 }
 
-/// `key = VALUE` (or a bare `key`, read up to its comment): the value, `Some(None)` when bare;
-/// `None` for another key.
+/// The value of `key = VALUE` (`Some(None)` for a bare `key`); `None` for another key.
 fn setting(line: &str, key: &str) -> Option<Option<String>> {
     let (name, value) = match line.split_once('=') {
         Some((name, value)) => (name.trim().to_string(), Some(value)),

@@ -188,8 +188,7 @@ fn stat_line(pid: u32) -> Option<String> {
     Some(String::from_utf8_lossy(&stat).into_owned())
 }
 
-/// A `/proc` file whole. It tells no size ahead, so it is read into room enough for the usual
-/// line at once (`fs::read` would grow its buffer from nothing, one read call per step).
+/// A `/proc` file whole, read into room for the usual line at once (it tells no size ahead).
 fn read_proc(path: &str) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::with_capacity(1024);

@@ -25,8 +25,7 @@ pub fn state_dir(root: &Path) -> PathBuf {
     root.join(STATE_DIR)
 }
 
-/// Declares `pub fn NAME(root: &Path) -> PathBuf`, each a fixed name inside the path another
-/// of them (or [`state_dir`]) gives.
+/// Declares `pub fn NAME(root: &Path) -> PathBuf`, each a fixed name inside another's path.
 macro_rules! names {
     ($($(#[doc = $doc:literal])* $name:ident = $parent:ident / $file:literal;)*) => {
         $($(#[doc = $doc])* pub fn $name(root: &Path) -> PathBuf {
@@ -282,8 +281,7 @@ pub fn leftovers(root: &Path) -> [PathBuf; 4] {
 /// The infix between the path and the agent in an index entry's name.
 const HELD_INFIX: &str = ".held.";
 
-/// The longest index entry name spelled out (longer paths are named by their hash, and the
-/// entry holds the path).
+/// The longest index entry name spelled out (longer paths are named by their hash).
 const HELD_NAME_MAX: usize = 200;
 
 /// The index entry of `agent`'s lock on `rel`, and whether it is named by a hash (holding `rel`).

@@ -36,8 +36,7 @@ pub(crate) fn per_root<T: Clone, E>(
 pub struct Tree {
     /// Its top level.
     pub top: PathBuf,
-    /// Its git folder, whose `HEAD` names the branch checked out there (read only when asked:
-    /// most commands need the trees' places, not their branches).
+    /// Its git folder, whose `HEAD` names the branch checked out there (read only when asked).
     gitdir: Option<PathBuf>,
 }
 
@@ -60,8 +59,7 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
     fs::canonicalize(&joined).unwrap_or(joined)
 }
 
-/// The git folder a `.git` *file* at `top` names (`gitdir: PATH`): a linked worktree's or a
-/// submodule's.
+/// The git folder a `.git` *file* at `top` names (a linked worktree's or a submodule's).
 fn gitfile_target(top: &Path) -> Option<PathBuf> {
     let dot_git = top.join(".git");
     if !fs::symlink_metadata(&dot_git).ok()?.is_file() {
@@ -212,8 +210,7 @@ pub fn trees(root: &Path) -> Vec<Tree> {
     all
 }
 
-/// The linked worktrees named in `<common>/worktrees/*/gitdir`, whatever their state: each one's
-/// top level (resolved) and its folder under `<common>/worktrees/`.
+/// Each linked worktree named in `<common>/worktrees/*/gitdir`: its top level and that folder.
 fn read_linked(common: &Path) -> Vec<(PathBuf, PathBuf)> {
     let Ok(entries) = fsutil::read_dir(common.join("worktrees")) else {
         return Vec::new();

@@ -17,8 +17,7 @@ use crate::record::Record;
 /// How long a holder may keep the mutex before others may take it to be stalled.
 pub const LEASE: Duration = Duration::from_secs(5);
 
-/// The shortest and longest lease a record may declare (a record declaring anything else is
-/// read with the nearest bound).
+/// The shortest and longest lease a record may declare (others are read as the nearest bound).
 const LEASE_BOUNDS: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(20));
 
 /// The longest pause between two tries. Every try is a round trip to the file server, which

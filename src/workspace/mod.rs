@@ -187,8 +187,7 @@ impl Workspace {
         adoption.apply()
     }
 
-    /// Remove temporary files that killed coord processes left in the folders coord itself
-    /// writes in: the root (presence), `.coord/`, `.coord/queue/` and every queue folder.
+    /// Remove temporary files killed coord processes left in the root, `.coord/` and the queues.
     fn sweep_temps_once(&self) {
         static SWEPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
         if SWEPT.swap(true, std::sync::atomic::Ordering::Relaxed) {
@@ -461,8 +460,7 @@ fn trusted_from_below(meta: &fs::Metadata) -> bool {
         || rustix::process::getgroups().is_ok_and(|groups| groups.iter().any(|g| g.as_raw() == gid))
 }
 
-/// The top level of the git work tree holding `dir` (the nearest ancestor with a `.git` entry);
-/// for a submodule, that of its outermost superproject, whose workspace it is a folder of.
+/// The top level of the git work tree holding `dir` (of the outermost superproject's).
 fn git_top_level(dir: &Path) -> Option<PathBuf> {
     let mut top = dir
         .ancestors()
