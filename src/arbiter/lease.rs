@@ -169,10 +169,8 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                         // record and closing it: it cannot be broken until the holder runs or
                         // dies.
                         Err(e) if fsutil::raw::is_busy(&e) => {
-                            last_error = Some(io::Error::new(
-                                e.kind(),
-                                "its record is held open by a process that does not answer (stopped, or on a machine that stopped), so it cannot be broken until that process runs again or ends",
-                            ));
+                            let why = "its record is held open by a process that does not answer (stopped, or on a machine that stopped), so it cannot be broken until that process runs again or ends";
+                            last_error = Some(io::Error::new(e.kind(), why));
                         }
                         Err(e) => return Err(e).at("break the lease", path),
                     }
@@ -184,10 +182,8 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
             return Err(crate::Error::Interrupted { signal, file });
         }
         if Instant::now() >= deadline {
-            let e = last_error.unwrap_or_else(|| io::Error::new(
-                io::ErrorKind::TimedOut,
-                "other processes kept the workspace lease for the whole wait (is the folder reachable and writable for them?)",
-            ));
+            let why = "other processes kept the workspace lease for the whole wait (is the folder reachable and writable for them?)";
+            let e = last_error.unwrap_or_else(|| io::Error::new(io::ErrorKind::TimedOut, why));
             return Err(e).at("take the workspace lease", path);
         }
         // A little jitter keeps contenders from trying in lockstep.

@@ -39,11 +39,9 @@ pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> 
                 return Ok(MutexGuard { _file: file });
             }
             _ if Instant::now() >= deadline => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "keeps being replaced while coord locks it",
-                ))
-                .at("lock the workspace mutex", path);
+                let why = "keeps being replaced while coord locks it";
+                let e = io::Error::new(io::ErrorKind::TimedOut, why);
+                return Err(e).at("lock the workspace mutex", path);
             }
             _ => continue,
         }
@@ -89,11 +87,9 @@ fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
             return Err(crate::Error::Interrupted { signal, file });
         }
         if Instant::now() >= deadline {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "another process has held it too long (a coord process stopped with Ctrl-Z?)",
-            ))
-            .at("lock the workspace mutex", path);
+            let why = "another process has held it too long (a coord process stopped with Ctrl-Z?)";
+            let e = io::Error::new(io::ErrorKind::TimedOut, why);
+            return Err(e).at("lock the workspace mutex", path);
         }
         std::thread::sleep(pause);
         let cap = if started.elapsed() < Duration::from_millis(50) {

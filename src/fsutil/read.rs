@@ -78,10 +78,8 @@ pub(super) fn read_open_capped(file: &File, meta: &fs::Metadata, cap: u64) -> io
         file.take(cap + 1).read_to_end(&mut buf)?;
     }
     if meta.len() > cap || buf.len() as u64 > cap {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("is larger than {cap} bytes"),
-        ));
+        let why = format!("is larger than {cap} bytes");
+        return Err(io::Error::new(io::ErrorKind::InvalidData, why));
     }
     Ok(buf)
 }
