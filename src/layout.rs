@@ -211,9 +211,8 @@ pub fn temp_prefix(tag: &str, pid: u32) -> String {
 
 /// The host tag and process id of one of coord's temporary file names.
 pub fn parse_temp_name(file_name: &str) -> Option<(&str, u32)> {
-    let rest = file_name
-        .strip_prefix(TEMP_START)?
-        .strip_suffix(TEMP_SUFFIX)?;
+    let rest = file_name.strip_prefix(TEMP_START)?;
+    let rest = rest.strip_suffix(TEMP_SUFFIX)?;
     let (tag, rest) = rest.split_once('-')?;
     let (pid, _random) = rest.split_once('-')?;
     Some((tag, pid.parse().ok()?))
@@ -288,10 +287,8 @@ const HELD_NAME_MAX: usize = 200;
 pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
     let max = HELD_NAME_MAX.saturating_sub(HELD_INFIX.len() + agent.len());
     let (name, hashed) = escaped_name(rel, "=", max);
-    (
-        held_dir(root).join(format!("{name}{HELD_INFIX}{agent}")),
-        hashed,
-    )
+    let entry = held_dir(root).join(format!("{name}{HELD_INFIX}{agent}"));
+    (entry, hashed)
 }
 
 /// The locked file (`None`: named by hash) and the agent an index entry's name says.
@@ -374,10 +371,8 @@ pub fn ticket_name(seq: u64, agent: &str) -> String {
 /// The sequence number and agent id of a ticket file name.
 pub fn parse_ticket(file_name: &str) -> Option<(u64, &str)> {
     let (seq, agent) = file_name.split_once('.')?;
-    if seq.len() != 20 || !is_valid_agent_id(agent) {
-        return None;
-    }
-    Some((seq.parse().ok()?, agent))
+    let valid = seq.len() == 20 && is_valid_agent_id(agent);
+    Some((seq.parse().ok().filter(|_| valid)?, agent))
 }
 
 /// The suffix of a message file.
@@ -388,10 +383,8 @@ pub const COLLAB_FILE: &str = "collaboration_file.txt";
 
 /// Whether `id` can be a message id: 1-32 characters of `0-9a-z`.
 pub fn is_valid_message_id(id: &str) -> bool {
-    (1..=32).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+    let digit_or_lower = |b: u8| b.is_ascii_digit() || b.is_ascii_lowercase();
+    (1..=32).contains(&id.len()) && id.bytes().all(digit_or_lower)
 }
 
 /// `<root>/.coord/messages/<id>.msg`. The caller has checked `id` with [`is_valid_message_id`].
