@@ -186,22 +186,17 @@ fn is_conflict_copy(name: &str) -> bool {
 }
 
 fn conflict_copies(root: &Path, state_dir: &Path) -> Vec<String> {
-    let mut found: Vec<String> = [root, state_dir]
-        .into_iter()
-        .filter_map(|dir| crate::fsutil::read_dir(dir).ok())
-        .flat_map(|entries| entries.flatten().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(is_conflict_copy)
-        })
-        .map(|p| {
-            p.strip_prefix(root)
-                .unwrap_or(&p)
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let mut found = Vec::new();
+    let listed = [root, state_dir].map(crate::fsutil::read_dir);
+    for entries in listed.into_iter().flatten() {
+        for p in entries.flatten().map(|e| e.path()) {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if is_conflict_copy(name) {
+                let rel = p.strip_prefix(root).unwrap_or(&p);
+                found.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
     found.sort();
     found
 }
