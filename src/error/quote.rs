@@ -14,10 +14,8 @@ pub fn is_valid_agent_id(id: &str) -> bool {
 
 /// `word` as one shell word: unchanged when plain, else in single quotes.
 pub fn arg(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-./:@%+=,".contains(&b));
+    let safe = |b: u8| b.is_ascii_alphanumeric() || b"_-./:@%+=,".contains(&b);
+    let plain = !word.is_empty() && word.bytes().all(safe);
     if plain {
         word.to_string()
     } else {
