@@ -213,9 +213,8 @@ fn spawn_finisher(file: &File) -> Option<Child> {
 /// finisher's exit status: 0, or the `errno` of its failed write.
 fn feed_finisher(mut child: Child, buf: &[u8]) -> io::Result<()> {
     let mut stdin = child.stdin.take().expect("stdin is piped");
-    let fed = stdin
-        .write_all(&(buf.len() as u64).to_le_bytes())
-        .and_then(|()| stdin.write_all(buf));
+    let len = (buf.len() as u64).to_le_bytes();
+    let fed = stdin.write_all(&len).and_then(|()| stdin.write_all(buf));
     drop(stdin);
     let status = child.wait()?;
     fed?;
@@ -239,12 +238,8 @@ pub fn finish_append() -> u8 {
         return SHORT;
     };
     let mut buf = Vec::new();
-    if (&mut stdin)
-        .take(size as u64)
-        .read_to_end(&mut buf)
-        .is_err()
-        || buf.len() != size
-    {
+    let read = (&mut stdin).take(size as u64).read_to_end(&mut buf);
+    if read.is_err() || buf.len() != size {
         return SHORT;
     }
     // Straight to the descriptor: std's stdout would buffer by line.
