@@ -226,12 +226,9 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
 /// put back.
 fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let aside = dir.join(format!(
-        "{}{:012x}{}",
-        layout::temp_prefix(host::host_tag(), host::pid()),
-        host::random_u64() & 0xFFFF_FFFF_FFFF,
-        layout::TEMP_SUFFIX
-    ));
+    let prefix = layout::temp_prefix(host::host_tag(), host::pid());
+    let random = host::random_u64() & 0xFFFF_FFFF_FFFF;
+    let aside = dir.join(format!("{prefix}{random:012x}{}", layout::TEMP_SUFFIX));
     match fsutil::raw::rename(path, &aside) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),

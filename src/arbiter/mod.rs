@@ -242,9 +242,8 @@ pub fn policy(root: &Path) -> Result<Policy> {
 
 /// How often a waiter on `dir` re-checks without an event (sooner on a network filesystem).
 pub fn recheck_for(dir: &Path) -> Duration {
-    policy(dir).map_or(crate::wait::RECHECK, |p| {
-        p.recheck.min(crate::wait::RECHECK)
-    })
+    let recheck = policy(dir).map_or(crate::wait::RECHECK, |p| p.recheck);
+    recheck.min(crate::wait::RECHECK)
 }
 
 /// How far this machine's clock runs ahead of the folder's, when by more than two seconds.
@@ -294,14 +293,12 @@ impl Guard {
                 lease::acquire_with(&crate::layout::lease_of(mutex_path), lease::LEASE, patience)
                     .map(Guard::Lease)
             }
-            Arbitration::None => Err(Error::NoArbitration {
-                root: mutex_path
-                    .parent()
-                    .and_then(Path::parent)
-                    .unwrap_or(mutex_path)
-                    .to_path_buf(),
-                filesystem: "this filesystem".into(),
-            }),
+            Arbitration::None => {
+                let state = mutex_path.parent().unwrap_or(mutex_path);
+                let root = state.parent().unwrap_or(mutex_path).to_path_buf();
+                let filesystem = "this filesystem".to_string();
+                Err(Error::NoArbitration { root, filesystem })
+            }
         }
     }
 
