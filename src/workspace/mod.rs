@@ -355,10 +355,7 @@ impl Workspace {
                 parts.push(p);
             }
         }
-        let mut text = parts.join("/");
-        if trailing {
-            text.push('/');
-        }
+        let text = parts.join("/") + if trailing { "/" } else { "" };
         Pattern::parse(&text).map_err(bad)
     }
 
@@ -381,9 +378,7 @@ impl Workspace {
         for c in rest {
             match c {
                 Component::Normal(name) => abs.push(name),
-                Component::ParentDir => {
-                    abs.pop();
-                }
+                Component::ParentDir => _ = abs.pop(),
                 _ => {}
             }
         }
