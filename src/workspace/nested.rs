@@ -20,31 +20,23 @@ fn is_workspace(dir: &Path) -> bool {
 pub fn register(root: &Path) {
     // A linked git worktree (even one inside the main checkout) shares the main tree's
     // workspace: it is not a workspace nested in it.
-    if shared_root(root) != root {
-        return;
+    if shared_root(root) == root {
+        let _ = note_in_outer(root);
     }
-    let Some(outer) = root
-        .parent()
-        .and_then(|p| p.ancestors().find(|d| is_workspace(d)))
-    else {
-        return;
-    };
-    let Some(rel) = root
-        .strip_prefix(outer)
-        .ok()
-        .and_then(Path::to_str)
-        .filter(|r| !r.is_empty())
-    else {
-        return;
-    };
+}
+
+/// [`register`] for a root of its own; `None` when there is nothing (more) to note.
+fn note_in_outer(root: &Path) -> Option<()> {
+    let outer = root.parent()?.ancestors().find(|d| is_workspace(d))?;
+    // Below a folder above `root`: never empty.
+    let rel = root.strip_prefix(outer).ok()?.to_str()?;
     let shared = shared_root(outer);
     let entry = layout::nested_entry(&shared, rel);
     if std::fs::symlink_metadata(&entry).is_ok() {
-        return;
+        return None;
     }
-    if fsutil::ensure_dir(&layout::nested_register(&shared)).is_ok() {
-        let _ = fsutil::replace(&entry, format!("{rel}\n").as_bytes());
-    }
+    fsutil::ensure_dir(&layout::nested_register(&shared)).ok()?;
+    fsutil::replace(&entry, format!("{rel}\n").as_bytes()).ok()
 }
 
 /// A path relative to the root that stays below it (no `..`, not absolute, not empty).
