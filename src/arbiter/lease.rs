@@ -194,30 +194,24 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
 
 /// Make `path` name the record in `tmp`, only if nothing is there. `Ok(false)`: taken.
 fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
-    match fsutil::raw::hard_link(tmp, path) {
-        Ok(()) => Ok(true),
-        Err(e) => {
-            // A retransmitted NFS `LINK` may fail although the link was made: our own file's
-            // link count says whether it was (liblockfile's check).
-            if fs::symlink_metadata(tmp).is_ok_and(|m| m.nlink() >= 2) {
-                return Ok(true);
-            }
-            match e.kind() {
-                io::ErrorKind::AlreadyExists => Ok(false),
-                io::ErrorKind::NotFound => Err(e),
-                // Some servers report an existing name as a generic failure (sshfs turns SFTP's
-                // FAILURE into EPERM): if a record opens there (an open asks the server), taken.
-                _ if fsutil::open_regular_nofollow(path).is_ok() => Ok(false),
-                // No hard links here (some SMB servers): an exclusive create is atomic there.
-                _ if fsutil::raw::no_hard_links(&e) => {
-                    match fsutil::raw::create_exclusive(path, text) {
-                        Ok(done) => Ok(done),
-                        Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
-                    }
-                }
-                _ => Err(e),
-            }
-        }
+    let Err(e) = fsutil::raw::hard_link(tmp, path) else {
+        return Ok(true);
+    };
+    // A retransmitted NFS `LINK` may fail although the link was made: our own file's link count
+    // says whether it was (liblockfile's check).
+    if fs::symlink_metadata(tmp).is_ok_and(|m| m.nlink() >= 2) {
+        return Ok(true);
+    }
+    match e.kind() {
+        io::ErrorKind::AlreadyExists => Ok(false),
+        io::ErrorKind::NotFound => Err(e),
+        // Some servers report an existing name as a generic failure (sshfs turns SFTP's FAILURE
+        // into EPERM): if a record opens there (an open asks the server), taken.
+        _ if fsutil::open_regular_nofollow(path).is_ok() => Ok(false),
+        // No hard links here (some SMB servers): an exclusive create is atomic there.
+        _ if fsutil::raw::no_hard_links(&e) => fsutil::raw::create_exclusive(path, text)
+            .map_err(|_| io::Error::new(io::ErrorKind::WouldBlock, e)),
+        _ => Err(e),
     }
 }
 
