@@ -84,10 +84,8 @@ pub fn superproject_of(top: &Path) -> Option<PathBuf> {
     if fs::symlink_metadata(gitdir.join("commondir")).is_ok() {
         return None;
     }
-    let above = top
-        .parent()?
-        .ancestors()
-        .find(|a| fsutil::real_entry(&a.join(".git")).is_some())?;
+    let has_git = |a: &&Path| fsutil::real_entry(&a.join(".git")).is_some();
+    let above = top.parent()?.ancestors().find(has_git)?;
     let modules = git_dir(above)?.join("modules");
     (gitdir.starts_with(&modules) && gitdir != modules).then(|| above.to_path_buf())
 }
@@ -184,9 +182,8 @@ pub fn short_name(top: &str) -> &str {
 /// The branch a git folder's `HEAD` names.
 fn branch_of(gitdir: &Path) -> Option<String> {
     let head = read_small(&gitdir.join("HEAD"))?;
-    head.strip_prefix("ref:")
-        .map(str::trim)
-        .map(|r| r.strip_prefix("refs/heads/").unwrap_or(r).to_string())
+    let r = head.strip_prefix("ref:")?.trim();
+    Some(r.strip_prefix("refs/heads/").unwrap_or(r).to_string())
 }
 
 /// Every work tree sharing the workspace at `root`, `root`'s own first.

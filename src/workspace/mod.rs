@@ -457,10 +457,8 @@ fn trusted_from_below(meta: &fs::Metadata) -> bool {
 
 /// The top level of the git work tree holding `dir` (of the outermost superproject's).
 fn git_top_level(dir: &Path) -> Option<PathBuf> {
-    let mut top = dir
-        .ancestors()
-        .find(|d| fsutil::real_entry(&d.join(".git")).is_some())?
-        .to_path_buf();
+    let has_git = |d: &&Path| fsutil::real_entry(&d.join(".git")).is_some();
+    let mut top = dir.ancestors().find(has_git)?.to_path_buf();
     while let Some(outer) = crate::worktree::superproject_of(&top) {
         top = outer;
     }
