@@ -250,13 +250,9 @@ mod tests {
         use std::time::{SystemTime, UNIX_EPOCH};
         let far = [u64::MAX / 2, 1 << 40, 253_402_300_800, 0];
         for secs in far {
-            for t in [
-                UNIX_EPOCH.checked_add(Duration::from_secs(secs)),
-                UNIX_EPOCH.checked_sub(Duration::from_secs(secs)),
-            ]
-            .into_iter()
-            .flatten()
-            {
+            let d = Duration::from_secs(secs);
+            let (ahead, behind) = (UNIX_EPOCH.checked_add(d), UNIX_EPOCH.checked_sub(d));
+            for t in ahead.into_iter().chain(behind) {
                 let ts = from_system_time(t);
                 assert!(!format_timestamp(&ts).is_empty());
             }

@@ -375,10 +375,8 @@ mod tests {
         let mut child = sleeper("5");
         let theirs = start_time(child.id());
         assert_eq!(theirs, in_proc(child.id()));
-        assert!(
-            theirs > own,
-            "the child started later: {theirs:?} vs {own:?}"
-        );
+        let later = theirs > own;
+        assert!(later, "the child started later: {theirs:?} vs {own:?}");
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(start_time(child.id()), None, "a reaped child has none");
