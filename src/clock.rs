@@ -87,10 +87,8 @@ pub fn age(now: &Timestamp, then: &Timestamp) -> Duration {
 /// A short human age: `12s`, `3m`, `2h`, `4d`.
 pub fn format_age(age: Duration) -> String {
     let secs = age.as_secs();
-    let (unit, size) = UNITS
-        .into_iter()
-        .find(|(_, size)| secs >= *size)
-        .unwrap_or(("s", 1));
+    let largest = UNITS.into_iter().find(|(_, size)| secs >= *size);
+    let (unit, size) = largest.unwrap_or(("s", 1));
     format!("{}{unit}", secs / size)
 }
 
@@ -171,9 +169,8 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
         if digits > 12 {
             return Err(bad("the number is too large"));
         }
-        let n: u128 = rest[..digits]
-            .parse()
-            .map_err(|_| bad("expected a number"))?;
+        // At most 12 ASCII digits: always a number.
+        let n: u128 = rest[..digits].parse().unwrap_or_default();
         rest = rest[digits..].trim_start();
         let unit_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
         let unit = rest[..unit_len].to_ascii_lowercase();
@@ -214,23 +211,12 @@ mod tests {
             ("1 hour 30 min", 5_400_000),
             (" 2 Secs ", 2000),
         ] {
-            assert_eq!(
-                parse_duration(text).unwrap(),
-                Duration::from_millis(ms),
-                "{text}"
-            );
+            let want = Duration::from_millis(ms);
+            assert_eq!(parse_duration(text).unwrap(), want, "{text}");
         }
         assert_eq!(Wait::parse("forever").unwrap(), Wait::Forever);
-        for bad in [
-            "",
-            "5",
-            "5x",
-            "m",
-            "-1s",
-            "1.5s",
-            "99999999999999s",
-            "5 fortnights",
-        ] {
+        let (huge, unknown) = ("99999999999999s", "5 fortnights");
+        for bad in ["", "5", "5x", "m", "-1s", "1.5s", huge, unknown] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
         }
     }
@@ -264,13 +250,9 @@ mod tests {
         use std::time::{SystemTime, UNIX_EPOCH};
         let far = [u64::MAX / 2, 1 << 40, 253_402_300_800, 0];
         for secs in far {
-            for t in [
-                UNIX_EPOCH.checked_add(Duration::from_secs(secs)),
-                UNIX_EPOCH.checked_sub(Duration::from_secs(secs)),
-            ]
-            .into_iter()
-            .flatten()
-            {
+            let d = Duration::from_secs(secs);
+            let (ahead, behind) = (UNIX_EPOCH.checked_add(d), UNIX_EPOCH.checked_sub(d));
+            for t in ahead.into_iter().chain(behind) {
                 let ts = from_system_time(t);
                 assert!(!format_timestamp(&ts).is_empty());
             }

@@ -9,8 +9,7 @@ use crate::fsutil;
 /// Config files larger than this are not read (a config is a few hundred bytes).
 const MAX_CONFIG: u64 = 16 * 1024 * 1024;
 
-/// The value of `section.key` in the config text `text`: `None` when it is not set there,
-/// `Some(None)` for a bare `key` (a boolean true), else the value with its quotes removed.
+/// The value of `section.key` in config `text` (`Some(None)`: a bare `key`, a boolean true).
 pub fn last_value(text: &str, section: &str, key: &str) -> Option<Option<String>> {
     let mut in_section = false;
     let mut found = None;
@@ -32,8 +31,7 @@ pub fn last_value(text: &str, section: &str, key: &str) -> Option<Option<String>
     found
 }
 
-/// `key = VALUE` (or a bare `key`, read up to its comment): the value, `Some(None)` when bare;
-/// `None` for another key.
+/// The value of `key = VALUE` (`Some(None)` for a bare `key`); `None` for another key.
 fn setting(line: &str, key: &str) -> Option<Option<String>> {
     let (name, value) = match line.split_once('=') {
         Some((name, value)) => (name.trim().to_string(), Some(value)),
@@ -77,10 +75,7 @@ pub fn file_value(path: &Path, section: &str, key: &str) -> Option<Option<String
     last_value(&String::from_utf8_lossy(&bytes), section, key)
 }
 
-/// Git's config files for a repository whose config folder (the common one of its work trees)
-/// is `common`, in the order git reads them (the last setting read wins): the system's, the
-/// global ones (`$XDG_CONFIG_HOME/git/config`, then `~/.gitconfig`; `GIT_CONFIG_GLOBAL`
-/// replaces both), the repository's.
+/// Git's config files for the repository whose common folder is `common`, in git's order.
 pub fn config_files(common: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none_or(|v| v.is_empty() || v == "0") {
@@ -99,9 +94,7 @@ pub fn config_files(common: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The user's own ignore file, as git finds it for a repository whose config folder is
-/// `common`: `core.excludesFile` from its [`config_files`] (the last one read wins, as in
-/// git), else `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
+/// The user's own ignore file (`core.excludesFile`), as git finds it for the repository.
 pub fn excludes_file(common: &Path) -> Option<PathBuf> {
     let set = config_files(common).iter().rev().find_map(|f| {
         file_value(f, "core", "excludesFile")
@@ -124,9 +117,8 @@ pub(crate) fn expand_home(value: &str) -> PathBuf {
 
 /// A variable naming a path, when set and not empty.
 fn env_path(var: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    let value = std::env::var_os(var).filter(|v| !v.is_empty());
+    value.map(PathBuf::from)
 }
 
 /// `$XDG_CONFIG_HOME`, else `~/.config`.

@@ -60,10 +60,8 @@ struct OwnIds {
 fn own_ids() -> OwnIds {
     #[cfg(target_os = "linux")]
     {
-        read_proc("/proc/self/stat")
-            .and_then(|stat| String::from_utf8(stat).ok())
-            .map(|stat| parse_stat_ids(&stat))
-            .unwrap_or_default()
+        let stat = read_proc("/proc/self/stat").and_then(|stat| String::from_utf8(stat).ok());
+        stat.map_or_else(OwnIds::default, |stat| parse_stat_ids(&stat))
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -88,12 +86,7 @@ fn own_ids() -> OwnIds {
 #[cfg(any(target_os = "linux", test))]
 fn parse_stat_ids(stat: &str) -> OwnIds {
     let fields: Vec<&str> = stat_fields(stat).collect();
-    let id = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<i32>().ok())
-            .filter(|v| *v > 0)
-    };
+    let id = |i: usize| fields.get(i)?.parse::<i32>().ok().filter(|v| *v > 0);
     OwnIds {
         group: id(2),
         session: id(3),
@@ -108,8 +101,7 @@ fn stat_fields(stat: &str) -> impl Iterator<Item = &str> {
     after_name.into_iter().flat_map(str::split_whitespace)
 }
 
-/// Whether this process runs in the foreground of a terminal on its stdin, stdout or stderr
-/// (where a Ctrl-C typed at the terminal reaches it).
+/// Whether this process runs in the foreground of a terminal on its stdin, stdout or stderr.
 pub fn in_terminal_foreground() -> bool {
     use std::os::fd::AsFd as _;
     let on_terminal = [
@@ -162,8 +154,7 @@ pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
     recorded_process_gone_since(pid, host, None)
 }
 
-/// [`recorded_process_gone`], or a process of that number runs but started at another time than
-/// `start` (the number was reused).
+/// [`recorded_process_gone`], or its number reused by a process started at another time.
 pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
     if host != hostname() {
         return false;
@@ -176,8 +167,7 @@ pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> 
     pid != self::pid() && start.is_some_and(|recorded| now().is_some_and(|now| now != recorded))
 }
 
-/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
-/// the pid, it names one process for the life of the machine.
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22).
 pub fn start_time(pid: u32) -> Option<u64> {
     let read = |pid| started(&stat_line(pid)?);
     if pid != self::pid() {
@@ -198,15 +188,12 @@ fn stat_line(pid: u32) -> Option<String> {
     Some(String::from_utf8_lossy(&stat).into_owned())
 }
 
-/// A `/proc` file whole. It tells no size ahead, so it is read into room enough for the usual
-/// line at once (`fs::read` would grow its buffer from nothing, one read call per step).
+/// A `/proc` file whole, read into room for the usual line at once (it tells no size ahead).
 fn read_proc(path: &str) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::with_capacity(1024);
-    std::fs::File::open(path)
-        .ok()?
-        .read_to_end(&mut bytes)
-        .ok()?;
+    let mut file = std::fs::File::open(path).ok()?;
+    file.read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 
@@ -219,27 +206,20 @@ pub fn command_name(pid: u32) -> Option<String> {
 /// The arguments of process `pid` (`/proc/<pid>/cmdline`), when they can be read.
 pub fn command_line(pid: u32) -> Option<Vec<String>> {
     let raw = read_proc(&format!("/proc/{pid}/cmdline"))?;
-    Some(
-        raw.split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect(),
-    )
+    let args = raw.split(|b| *b == 0).filter(|a| !a.is_empty());
+    let args = args.map(|a| String::from_utf8_lossy(a).into_owned());
+    Some(args.collect())
 }
 
 /// Whether the standard input of process `pid` is a terminal; `None` when that cannot be read.
 pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
     let target = std::fs::read_link(format!("/proc/{pid}/fd/0")).ok()?;
     let target = target.to_string_lossy();
-    Some(
-        ["/dev/pts/", "/dev/tty", "/dev/console"]
-            .iter()
-            .any(|t| target.starts_with(t)),
-    )
+    let terminals = ["/dev/pts/", "/dev/tty", "/dev/console"];
+    Some(terminals.iter().any(|t| target.starts_with(t)))
 }
 
-/// The process that ran this one: its parent, or, when that is coord's npm launcher (named in
-/// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way.
+/// The process that ran this one: its parent, or the parent of coord's npm launcher.
 pub fn invoker() -> u32 {
     let parent = std::os::unix::process::parent_id();
     match std::env::var("COORD_LAUNCHER_PID") {
@@ -253,8 +233,7 @@ pub fn is_ancestor(pid: u32) -> bool {
     ancestors().any(|a| a == pid)
 }
 
-/// This process's parent, its parent, and so on, read as asked: at most 64, ending at pid 1 (or
-/// 0), or where `/proc` cannot be read.
+/// This process's parent, its parent, and so on (at most 64, read as asked).
 pub fn ancestors() -> impl Iterator<Item = u32> {
     let mut last = None;
     std::iter::from_fn(move || {
@@ -293,8 +272,7 @@ pub fn random_u64() -> u64 {
     h.finish()
 }
 
-/// A supervised command's process group (`coord run`, `coord session`): CMD and every process
-/// it started that did not leave the group.
+/// A supervised command's process group (`coord run`, `coord session`).
 #[derive(Debug, Clone, Copy)]
 pub struct ProcessGroup {
     pgid: rustix::process::Pid,
@@ -325,9 +303,7 @@ impl ProcessGroup {
         }
     }
 
-    /// Wait until the group has ended; at `deadline`, kill what is left (`SIGKILL`) and wait
-    /// two seconds more (a process in uninterruptible sleep, or a zombie nobody reaps, may
-    /// linger). Returns whether the group is gone.
+    /// Wait until the group has ended, killing what is left at `deadline`; whether it is gone.
     pub fn wait_gone(&self, deadline: std::time::Instant) -> bool {
         let wait_until = |until| {
             while self.alive() && std::time::Instant::now() < until {
@@ -348,10 +324,8 @@ mod tests {
     use super::*;
 
     fn sleeper(secs: &str) -> std::process::Child {
-        std::process::Command::new("sleep")
-            .arg(secs)
-            .spawn()
-            .unwrap()
+        let sleep = std::process::Command::new("sleep").arg(secs).spawn();
+        sleep.unwrap()
     }
 
     #[test]
@@ -401,10 +375,8 @@ mod tests {
         let mut child = sleeper("5");
         let theirs = start_time(child.id());
         assert_eq!(theirs, in_proc(child.id()));
-        assert!(
-            theirs > own,
-            "the child started later: {theirs:?} vs {own:?}"
-        );
+        let later = theirs > own;
+        assert!(later, "the child started later: {theirs:?} vs {own:?}");
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(start_time(child.id()), None, "a reaped child has none");

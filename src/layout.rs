@@ -25,8 +25,7 @@ pub fn state_dir(root: &Path) -> PathBuf {
     root.join(STATE_DIR)
 }
 
-/// Declares `pub fn NAME(root: &Path) -> PathBuf`, each a fixed name inside the path another
-/// of them (or [`state_dir`]) gives.
+/// Declares `pub fn NAME(root: &Path) -> PathBuf`, each a fixed name inside another's path.
 macro_rules! names {
     ($($(#[doc = $doc:literal])* $name:ident = $parent:ident / $file:literal;)*) => {
         $($(#[doc = $doc])* pub fn $name(root: &Path) -> PathBuf {
@@ -36,32 +35,27 @@ macro_rules! names {
 }
 
 names! {
-    /// `.coord/.gitignore`: `*`, written where nobody set the repository up (its presence says
-    /// coord's lines went into the repository's `info/exclude` already).
+    /// `.coord/.gitignore`: `*`, written where nobody set the repository up.
     state_gitignore = state_dir / ".gitignore";
     /// `.coord/init.json`: what `coord init` wrote, for `coord init --remove`.
     init_record = state_dir / "init.json";
     /// `.coord/mutex`, the workspace mutex.
     mutex = state_dir / "mutex";
-    /// `.coord/agents`: every agent that took a lock here, one a line (their lock files are also
-    /// looked up by exact name where folder listings may lag).
+    /// `.coord/agents`: every agent that took a lock here, one a line.
     roster = state_dir / "agents";
     /// `.coord/sessions`: one file per agent client process whose session ran a hook here.
     sessions_dir = state_dir / "sessions";
-    /// `.coord/nested/`: one file per workspace made inside this one, holding its path relative
-    /// to this root (see `coord::workspace::nested`).
+    /// `.coord/nested/`: one file per workspace inside this one, holding its relative path.
     nested_register = state_dir / "nested";
     /// `.coord/sync-warned`: the sync-tool warning was given (it is given once).
     sync_warned = state_dir / "sync-warned";
-    /// `.coord/held`: one empty entry per lock file coord made, so that views find them
-    /// without walking the tree (see `lock::index`).
+    /// `.coord/held`: one empty entry per lock file coord made (see `lock::index`).
     held_dir = state_dir / "held";
     /// `.coord/queue`.
     queue_root = state_dir / "queue";
     /// `.coord/queue/seq`, the next ticket number.
     queue_seq = queue_root / "seq";
-    /// `.coord/claims`: every claim on a folder or pattern, one record per claim (see
-    /// `lock::claim`).
+    /// `.coord/claims`: every claim on a folder or pattern, one record per claim.
     claims_file = state_dir / "claims";
     /// `.coord/messages`.
     messages_dir = state_dir / "messages";
@@ -69,8 +63,7 @@ names! {
     partners_dir = state_dir / "partners";
     /// `.coord/partners/seq`, the last row id handed out.
     partners_seq = partners_dir / "seq";
-    /// `.coord/partners/open`: one empty file per row not clocked out, named by its id, so a
-    /// heartbeat reads the open rows and not the whole card's history.
+    /// `.coord/partners/open`: one empty file per row not clocked out, named by its id.
     partners_open_dir = partners_dir / "open";
     /// `.coord/config`: workspace settings, `key: value` lines (`history_max_size`, ...).
     config = state_dir / "config";
@@ -84,23 +77,17 @@ names! {
     needs_user_dir = state_dir / "needs-user";
     /// `.coord/remote`: what this clone knows of its remote's coord state (contract §13).
     remote_dir = state_dir / "remote";
-    /// `.coord/remote/state.json`: the remote's claims and clones as last read, with when this
-    /// clone first saw each version of each record (see `remote::state`).
+    /// `.coord/remote/state.json`: the remote's claims and clones as last read.
     remote_state = remote_dir / "state.json";
-    /// `.coord/remote/claims`: the claims of `state.json` in tab-separated lines, with when each
-    /// lease ends: what a hook reads.
+    /// `.coord/remote/claims`: the claims of `state.json` as a hook reads them.
     remote_claims = remote_dir / "claims";
-    /// `.coord/remote/working_on`: what each clone's agents are editing, as last read, in
-    /// tab-separated lines: what a hook's edit warning reads.
+    /// `.coord/remote/working_on`: what each clone's agents are editing, as last read.
     remote_working_on = remote_dir / "working_on";
-    /// `.coord/remote/sync`: a kernel lock held by the one `coord remote sync` of this clone
-    /// running (never deleted).
+    /// `.coord/remote/sync`: the kernel lock of `coord remote sync` (never deleted).
     remote_sync = remote_dir / "sync";
-    /// `.coord/remote/lock`: a kernel lock held while `state.json` is read, merged and
-    /// rewritten (never deleted).
+    /// `.coord/remote/lock`: the kernel lock of a merge of `state.json` (never deleted).
     remote_lock = remote_dir / "lock";
-    /// `.coord/remote/renewer`: a kernel lock held by the one process that renews this clone's
-    /// claims on the remote (`coord remote renewer`; never deleted).
+    /// `.coord/remote/renewer`: the kernel lock of `coord remote renewer` (never deleted).
     remote_renewer = remote_dir / "renewer";
     /// `.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
     remote_renewer_pid = remote_dir / "renewer.pid";
@@ -125,9 +112,8 @@ pub fn parse_session_name(file_name: &str) -> Option<(&str, u32)> {
 
 /// `text` as a number when it is ASCII digits only (no sign, no blank).
 fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
-    text.bytes()
-        .all(|b| b.is_ascii_digit())
-        .then(|| text.parse().ok())?
+    let digits = text.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| text.parse().ok())?
 }
 
 /// `<root>/.coord/nested/<FNV-1a hash of rel>`: the register entry of the nested workspace `rel`.
@@ -162,8 +148,7 @@ pub fn lock_file(file: &Path, agent: &str) -> PathBuf {
     with_suffix(file, &format!("{LOCK_INFIX}{agent}"))
 }
 
-/// Split a lock file name into the locked file's name and the agent id
-/// (`SHARED.txt.lock.claude` → `("SHARED.txt", "claude")`). The agent part must be a valid id.
+/// The locked file's name and the agent id of a lock file name (`a.txt.lock.claude`).
 pub fn parse_lock_name(file_name: &str) -> Option<(&str, String)> {
     let at = file_name.rfind(LOCK_INFIX)?;
     let (base, agent) = (&file_name[..at], &file_name[at + LOCK_INFIX.len()..]);
@@ -194,9 +179,7 @@ pub const IGNORE_BEGIN: &str = "# coord:begin";
 /// The last line of coord's block in `.gitignore` (and in `info/exclude`).
 pub const IGNORE_END: &str = "# coord:end";
 
-/// The `.gitignore` lines that keep coord's own files out of `git status`: the state folder,
-/// presence and handshake files, locks, backups, refused writes and temporary files (`coord
-/// init` writes them; docs/protocol.md lists them).
+/// The `.gitignore` lines that keep coord's own files out of `git status`.
 pub const GITIGNORE_LINES: &[&str] = &[
     // Any `.coord/`, a nested workspace's too.
     ".coord/",
@@ -216,8 +199,7 @@ pub fn rejected(file: &Path, agent: &str) -> PathBuf {
     with_suffix(file, &format!("{REJECTED_INFIX}{agent}"))
 }
 
-/// `FILE.rejected.<agent>.<n>`: where refused content goes when something that is not a file
-/// (a folder, a FIFO) stands at `FILE.rejected.<agent>`.
+/// `FILE.rejected.<agent>.<n>`: where refused content goes when a non-file holds the name.
 pub fn rejected_numbered(file: &Path, agent: &str, n: u32) -> PathBuf {
     with_suffix(file, &format!("{REJECTED_INFIX}{agent}.{n}"))
 }
@@ -229,9 +211,8 @@ pub fn temp_prefix(tag: &str, pid: u32) -> String {
 
 /// The host tag and process id of one of coord's temporary file names.
 pub fn parse_temp_name(file_name: &str) -> Option<(&str, u32)> {
-    let rest = file_name
-        .strip_prefix(TEMP_START)?
-        .strip_suffix(TEMP_SUFFIX)?;
+    let rest = file_name.strip_prefix(TEMP_START)?;
+    let rest = rest.strip_suffix(TEMP_SUFFIX)?;
     let (tag, rest) = rest.split_once('-')?;
     let (pid, _random) = rest.split_once('-')?;
     Some((tag, pid.parse().ok()?))
@@ -252,9 +233,7 @@ pub fn is_temp_name(file_name: &str) -> bool {
     parse_temp_name(file_name).is_some()
 }
 
-/// What coord file a name is, when it is one of coord's own files beside the user's (a lock,
-/// a backup, a refused write, a presence, a handshake, a temporary file): such a file is never
-/// locked or written as a user's file.
+/// What coord file a name is, when it is one of coord's own files beside the user's.
 pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
     type Is = fn(&str) -> bool;
     let kinds: [(Is, &'static str); 6] = [
@@ -265,10 +244,8 @@ pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
         (|n| handshake_agent(n).is_some(), "a handshake file"),
         (is_temp_name, "a temporary file"),
     ];
-    kinds
-        .iter()
-        .find(|(is, _)| is(file_name))
-        .map(|(_, kind)| *kind)
+    let found = kinds.iter().find(|(is, _)| is(file_name));
+    found.map(|(_, kind)| *kind)
 }
 
 /// Whether a name is `FILE.rejected.<agent>` or `FILE.rejected.<agent>.<n>`.
@@ -289,9 +266,7 @@ pub fn skip_in_walk(dir_name: &str) -> bool {
     dir_name == STATE_DIR || dir_name == ".git"
 }
 
-/// What earlier versions of coord kept in `.coord/` and this one neither reads nor writes:
-/// files kept for reuse (`recycled/`), caches of walked folders (`folders`) and of linked
-/// worktrees (`worktrees`), the file every index entry was a hard link to (`held/anchor`).
+/// What earlier versions of coord kept in `.coord/` and this one neither reads nor writes.
 pub fn leftovers(root: &Path) -> [PathBuf; 4] {
     let state = state_dir(root);
     [
@@ -305,23 +280,18 @@ pub fn leftovers(root: &Path) -> [PathBuf; 4] {
 /// The infix between the path and the agent in an index entry's name.
 const HELD_INFIX: &str = ".held.";
 
-/// The longest index entry name spelled out (longer paths are named by their hash, and the
-/// entry holds the path).
+/// The longest index entry name spelled out (longer paths are named by their hash).
 const HELD_NAME_MAX: usize = 200;
 
-/// The index entry of `agent`'s lock on `rel` (a path relative to the root), and whether it is
-/// named by a hash (then it holds `rel` as its content).
+/// The index entry of `agent`'s lock on `rel`, and whether it is named by a hash (holding `rel`).
 pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
     let max = HELD_NAME_MAX.saturating_sub(HELD_INFIX.len() + agent.len());
     let (name, hashed) = escaped_name(rel, "=", max);
-    (
-        held_dir(root).join(format!("{name}{HELD_INFIX}{agent}")),
-        hashed,
-    )
+    let entry = held_dir(root).join(format!("{name}{HELD_INFIX}{agent}"));
+    (entry, hashed)
 }
 
-/// What an index entry's name says: the locked file (relative to the root; `None` when the
-/// entry is named by hash and its content says it) and the agent. `None` for any other name.
+/// The locked file (`None`: named by hash) and the agent an index entry's name says.
 pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
     let (enc, agent) = file_name.rsplit_once(HELD_INFIX)?;
     if enc.is_empty() || !is_valid_agent_id(agent) {
@@ -346,13 +316,11 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
     Some((Some(rel), agent))
 }
 
-/// `<root>/.coord/backups/<name>`: `file`'s older backup generations, named by its path relative
-/// to the shared root (absolute when outside, in a linked worktree) escaped as one name.
+/// `<root>/.coord/backups/<name>`: `file`'s older backups, named by its escaped path.
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
     let key = file.strip_prefix(root).unwrap_or(file).to_string_lossy();
-    state_dir(root)
-        .join("backups")
-        .join(escaped_name(&key, "", HELD_NAME_MAX).0)
+    let name = escaped_name(&key, "", HELD_NAME_MAX).0;
+    state_dir(root).join("backups").join(name)
 }
 
 /// `<prefix><16 hex digits of the FNV-1a hash of key><suffix>`.
@@ -387,8 +355,7 @@ pub fn queue_dir(root: &Path, rel: &str) -> PathBuf {
     queue_root(root).join(hashed("q-", rel, ""))
 }
 
-/// The queue folder of one claim pattern (`c-` and a hash of the pattern): claim waiters stand
-/// apart from file waiters, so a lock request finds them with one listing of the queue root.
+/// The queue folder of one claim pattern (`c-` and a hash of the pattern).
 pub fn claim_queue_dir(root: &Path, pattern: &str) -> PathBuf {
     queue_root(root).join(hashed(CLAIM_QUEUE_PREFIX, pattern, ""))
 }
@@ -401,18 +368,11 @@ pub fn ticket_name(seq: u64, agent: &str) -> String {
     format!("{seq:020}.{agent}")
 }
 
-/// The sequence number of a ticket file name.
-pub fn parse_ticket_name(file_name: &str) -> Option<u64> {
-    parse_ticket(file_name).map(|(seq, _)| seq)
-}
-
 /// The sequence number and agent id of a ticket file name.
 pub fn parse_ticket(file_name: &str) -> Option<(u64, &str)> {
     let (seq, agent) = file_name.split_once('.')?;
-    if seq.len() != 20 || !is_valid_agent_id(agent) {
-        return None;
-    }
-    Some((seq.parse().ok()?, agent))
+    let valid = seq.len() == 20 && is_valid_agent_id(agent);
+    Some((seq.parse().ok().filter(|_| valid)?, agent))
 }
 
 /// The suffix of a message file.
@@ -423,10 +383,8 @@ pub const COLLAB_FILE: &str = "collaboration_file.txt";
 
 /// Whether `id` can be a message id: 1-32 characters of `0-9a-z`.
 pub fn is_valid_message_id(id: &str) -> bool {
-    (1..=32).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+    let digit_or_lower = |b: u8| b.is_ascii_digit() || b.is_ascii_lowercase();
+    (1..=32).contains(&id.len()) && id.bytes().all(digit_or_lower)
 }
 
 /// `<root>/.coord/messages/<id>.msg`. The caller has checked `id` with [`is_valid_message_id`].
@@ -544,10 +502,8 @@ pub fn review_template(meta: &Path) -> PathBuf {
 
 /// `<meta>/reviews/llms/<llm>/<topic>_review_<date>.md`.
 pub fn review_file(meta: &Path, llm: &str, topic: &str, date: &str) -> PathBuf {
-    meta.join("reviews")
-        .join("llms")
-        .join(llm)
-        .join(format!("{topic}_review_{date}.md"))
+    let dir = meta.join("reviews").join("llms").join(llm);
+    dir.join(format!("{topic}_review_{date}.md"))
 }
 
 /// `<meta>/review-responses/llms/<llm>/<topic>-review/<NN>_<action>_to_<other>_<description>_<date>.md`.
@@ -563,13 +519,10 @@ pub fn review_response(
     description: &str,
     date: &str,
 ) -> PathBuf {
-    meta.join("review-responses")
-        .join("llms")
-        .join(llm)
-        .join(format!("{topic}-review"))
-        .join(format!(
-            "{step:02}_{action}_to_{other}_{description}_{date}.md"
-        ))
+    let llms = meta.join("review-responses").join("llms");
+    let dir = llms.join(llm).join(format!("{topic}-review"));
+    let name = format!("{step:02}_{action}_to_{other}_{description}_{date}.md");
+    dir.join(name)
 }
 
 /// `<meta>/changelog/<llm1>_<llm2>_<topic>_<description>_<date>.md`.
@@ -590,8 +543,7 @@ pub fn needs_user(root: &Path, agent: &str) -> PathBuf {
     needs_user_dir(root).join(agent)
 }
 
-/// `<root>/.coord/shell/<agent>`: when the agent's shell tool call started, and the stat data
-/// of the files others held then (JSON; see [`crate::shelledit`]).
+/// `<root>/.coord/shell/<agent>`: the agent's running shell call (see [`crate::shelledit`]).
 pub fn shell_start(root: &Path, agent: &str) -> PathBuf {
     state_dir(root).join("shell").join(agent)
 }
@@ -601,8 +553,7 @@ pub const REMOTE_CLAIMS_REF: &str = "refs/coord/claims";
 /// The folder of refs on the remote holding each clone's `working_on`, one ref a clone.
 pub const REMOTE_CLONES_PREFIX: &str = "refs/coord/clones/";
 
-/// Where this clone keeps the remote's `refs/coord/…` as last fetched (`refs/coord/claims` is
-/// `refs/coord-sync/claims` here). Local only: coord never pushes it.
+/// Where this clone keeps the remote's `refs/coord/…` as last fetched (never pushed).
 pub const SYNC_PREFIX: &str = "refs/coord-sync/";
 
 /// The refs `git fast-import` builds a commit on in this clone, deleted in the same run.
@@ -665,30 +616,20 @@ mod tests {
     }
 
     #[test]
-    fn temp_and_ticket_names_parse_back() {
+    fn temp_ticket_message_and_row_names_parse_back() {
         let name = format!("{}Ab12Cd{}", temp_prefix("0badcafe", 4242), TEMP_SUFFIX);
         assert_eq!(parse_temp_name(&name), Some(("0badcafe", 4242)));
         assert!(!is_temp_name("notes.tmp"));
-        assert_eq!(parse_ticket_name(&ticket_name(7, "claude")), Some(7));
-        assert_eq!(parse_ticket_name("7.claude"), None);
-    }
-
-    #[test]
-    fn message_names_parse_back() {
-        let p = message_file(Path::new("/w"), "0mkx2a9q1b3cd");
+        assert_eq!(parse_ticket(&ticket_name(7, "claude")), Some((7, "claude")));
+        assert_eq!(parse_ticket("7.claude"), None);
+        let root = Path::new("/w");
+        let p = message_file(root, "0mkx2a9q1b3cd");
         assert_eq!(p, Path::new("/w/.coord/messages/0mkx2a9q1b3cd.msg"));
-        assert_eq!(
-            parse_message_name("0mkx2a9q1b3cd.msg"),
-            Some("0mkx2a9q1b3cd")
-        );
+        let id = parse_message_name("0mkx2a9q1b3cd.msg");
+        assert_eq!(id, Some("0mkx2a9q1b3cd"));
         for bad in ["x.txt", ".msg", "../x.msg", "A.msg", "a-b.msg"] {
             assert_eq!(parse_message_name(bad), None, "{bad}");
         }
-    }
-
-    #[test]
-    fn stamp_rows_parse_back() {
-        let root = Path::new("/w");
         let row = partner_row(root, 7);
         assert_eq!(row, Path::new("/w/.coord/partners/0000000007.session"));
         let name = row.file_name().unwrap().to_str().unwrap();

@@ -36,8 +36,7 @@ pub(crate) fn per_root<T: Clone, E>(
 pub struct Tree {
     /// Its top level.
     pub top: PathBuf,
-    /// Its git folder, whose `HEAD` names the branch checked out there (read only when asked:
-    /// most commands need the trees' places, not their branches).
+    /// Its git folder, whose `HEAD` names the branch checked out there (read only when asked).
     gitdir: Option<PathBuf>,
 }
 
@@ -60,8 +59,7 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
     fs::canonicalize(&joined).unwrap_or(joined)
 }
 
-/// The git folder a `.git` *file* at `top` names (`gitdir: PATH`): a linked worktree's or a
-/// submodule's.
+/// The git folder a `.git` *file* at `top` names (a linked worktree's or a submodule's).
 fn gitfile_target(top: &Path) -> Option<PathBuf> {
     let dot_git = top.join(".git");
     if !fs::symlink_metadata(&dot_git).ok()?.is_file() {
@@ -80,19 +78,14 @@ fn git_dir(top: &Path) -> Option<PathBuf> {
     gitfile_target(top)
 }
 
-/// The work tree of the superproject when the work tree at `top` is a submodule checked out in
-/// it (`git submodule add`): `top/.git` is a file naming a git folder below the `modules/`
-/// folder of the git folder of the work tree around `top` (`<super>/.git/modules/NAME`, or
-/// `<super>/.git/worktrees/W/modules/NAME` in a linked worktree of the superproject).
+/// The superproject's work tree when `top` is a submodule (`<super>/.git/modules/NAME`).
 pub fn superproject_of(top: &Path) -> Option<PathBuf> {
     let gitdir = gitfile_target(top)?;
     if fs::symlink_metadata(gitdir.join("commondir")).is_ok() {
         return None;
     }
-    let above = top
-        .parent()?
-        .ancestors()
-        .find(|a| fsutil::real_entry(&a.join(".git")).is_some())?;
+    let has_git = |a: &&Path| fsutil::real_entry(&a.join(".git")).is_some();
+    let above = top.parent()?.ancestors().find(has_git)?;
     let modules = git_dir(above)?.join("modules");
     (gitdir.starts_with(&modules) && gitdir != modules).then(|| above.to_path_buf())
 }
@@ -122,9 +115,7 @@ pub fn enclosing_common_dir(dir: &Path) -> Option<PathBuf> {
     common_dir(enclosing_top(dir)?)
 }
 
-/// The git folder holding the repository of the work tree at `top`, whose `config` and
-/// `info/exclude` git reads for it: [`common_dir`], or for a submodule the folder its `.git`
-/// file names (`<super>/.git/modules/NAME`).
+/// The git folder holding the repository (`config`, `info/exclude`) of the work tree at `top`.
 pub fn repository_dir(top: &Path) -> Option<PathBuf> {
     common_dir(top).or_else(|| gitfile_target(top))
 }
@@ -169,9 +160,7 @@ fn has_own_state(top: &Path) -> bool {
     fs::symlink_metadata(top.join(crate::layout::STATE_DIR)).is_ok_and(|m| m.is_dir())
 }
 
-/// A work tree as a refusal or a view names the place of a holder: `worktree /repo-b, branch
-/// feature`, or `worktree /repo-b, detached HEAD` (words, not a parenthesis inside the one
-/// the caller puts around it).
+/// A work tree as a refusal names a holder's place: `worktree /repo-b, branch feature`.
 pub fn place(top: impl std::fmt::Display, branch: Option<&str>) -> String {
     match branch {
         Some(b) => format!("worktree {top}, branch {b}"),
@@ -179,32 +168,25 @@ pub fn place(top: impl std::fmt::Display, branch: Option<&str>) -> String {
     }
 }
 
-/// The branch checked out in the work tree whose top level is `top`: its git folder's `HEAD`
-/// file, read (no git process). `None`: detached, unreadable, or not a work tree.
+/// The branch checked out in the work tree at `top`, from its `HEAD` (no git process).
 pub fn branch_at(top: &Path) -> Option<String> {
     branch_of(&git_dir(top)?)
 }
 
 /// A work tree's short name, as the views show it: the last part of its top level.
 pub fn short_name(top: &str) -> &str {
-    let trimmed = top.trim_end_matches('/');
-    trimmed
-        .rsplit('/')
-        .next()
-        .filter(|n| !n.is_empty())
-        .unwrap_or(top)
+    let last = top.trim_end_matches('/').rsplit('/').next();
+    last.filter(|n| !n.is_empty()).unwrap_or(top)
 }
 
 /// The branch a git folder's `HEAD` names.
 fn branch_of(gitdir: &Path) -> Option<String> {
     let head = read_small(&gitdir.join("HEAD"))?;
-    head.strip_prefix("ref:")
-        .map(str::trim)
-        .map(|r| r.strip_prefix("refs/heads/").unwrap_or(r).to_string())
+    let r = head.strip_prefix("ref:")?.trim();
+    Some(r.strip_prefix("refs/heads/").unwrap_or(r).to_string())
 }
 
-/// Every work tree sharing the workspace at `root` (its shared root's repository), `root`'s own
-/// first; just `root` when it shares with none.
+/// Every work tree sharing the workspace at `root`, `root`'s own first.
 pub fn trees(root: &Path) -> Vec<Tree> {
     let shared = shared_root(root);
     let tree = |top, gitdir| Tree { top, gitdir };
@@ -225,8 +207,7 @@ pub fn trees(root: &Path) -> Vec<Tree> {
     all
 }
 
-/// The linked worktrees named in `<common>/worktrees/*/gitdir`, whatever their state: each one's
-/// top level (resolved) and its folder under `<common>/worktrees/`.
+/// Each linked worktree named in `<common>/worktrees/*/gitdir`: its top level and that folder.
 fn read_linked(common: &Path) -> Vec<(PathBuf, PathBuf)> {
     let Ok(entries) = fsutil::read_dir(common.join("worktrees")) else {
         return Vec::new();
@@ -246,8 +227,7 @@ pub fn is_gone(top: &Path) -> bool {
     !fs::symlink_metadata(top).is_ok_and(|m| m.is_dir())
 }
 
-/// The other work trees sharing the workspace at `root` (empty for a lone folder). Cheap when
-/// there are none: one or two metadata lookups.
+/// The other work trees sharing the workspace at `root` (cheap when there are none).
 pub fn others(root: &Path) -> Vec<Tree> {
     if shared_root(root) == root
         && !fs::symlink_metadata(root.join(".git/worktrees")).is_ok_and(|m| m.is_dir())
@@ -257,9 +237,7 @@ pub fn others(root: &Path) -> Vec<Tree> {
     trees(root).split_off(1)
 }
 
-/// Every work tree of the repository whose tree `top` is, whatever workspace each one is (a
-/// worktree holding its own `.coord/` included): `top` first, then the main work tree (none
-/// for a bare repository) and each linked one still there.
+/// Every work tree of `top`'s repository, whatever workspace each one is, `top` first.
 pub fn repository_tops(top: &Path) -> Vec<PathBuf> {
     let mut all = vec![top.to_path_buf()];
     let Some(common) = common_dir(top) else {

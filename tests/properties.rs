@@ -157,7 +157,7 @@ proptest! {
     fn name_parsers_never_panic(name in any_text()) {
         let _ = layout::parse_lock_name(&name);
         let _ = layout::parse_temp_name(&name);
-        let _ = layout::parse_ticket_name(&name);
+        let _ = layout::parse_ticket(&name);
         let _ = layout::presence_agent(&name);
         let _ = layout::handshake_agent(&name);
         if let Some((base, agent)) = layout::parse_lock_name(&name) {
@@ -180,7 +180,8 @@ proptest! {
         let temp = format!("{}{rand}{}", layout::temp_prefix(&tag, pid), layout::TEMP_SUFFIX);
         prop_assert_eq!(layout::parse_temp_name(&temp), Some((tag.as_str(), pid)));
         prop_assert!(layout::parse_lock_name(&temp).is_none());
-        prop_assert_eq!(layout::parse_ticket_name(&layout::ticket_name(seq, &agent)), Some(seq));
+        let ticket = layout::ticket_name(seq, &agent);
+        prop_assert_eq!(layout::parse_ticket(&ticket), Some((seq, agent.as_str())));
         let presence = layout::presence(&coord::worktree::shared_root(Path::new("/w")), &agent);
         prop_assert_eq!(
             layout::presence_agent(presence.file_name().unwrap().to_str().unwrap()),

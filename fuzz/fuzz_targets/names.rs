@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
     if let Some((tag, pid)) = layout::parse_temp_name(&text) {
         assert!(layout::temp_prefix(tag, pid).len() <= text.len());
     }
-    let _ = layout::parse_ticket_name(&text);
+    let _ = layout::parse_ticket(&text);
     let _ = layout::handshake_agent(&text);
     if let Some(id) = layout::presence_agent(&text) {
         assert_eq!(

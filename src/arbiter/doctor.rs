@@ -58,8 +58,7 @@ pub struct SyncTool {
     pub marker: String,
 }
 
-/// Diagnose the workspace at `root` (writes one small probe file in `state_dir`, its shared
-/// `.coord/`, to measure the clock skew).
+/// Diagnose the workspace at `root` (a probe file in its `.coord/`, `state_dir`, measures skew).
 pub fn diagnose(root: &Path, state_dir: &Path) -> Result<Diagnosis> {
     let policy = super::policy(root)?;
     let skew = super::measure_skew(state_dir).ok();
@@ -68,8 +67,7 @@ pub fn diagnose(root: &Path, state_dir: &Path) -> Result<Diagnosis> {
     Ok(diagnosis(root, copies, &policy, skew, past_cache))
 }
 
-/// Whether this system reads a file in `dir` past this machine's cache of its contents, asked
-/// of a probe file (see [`crate::fsutil::forget_cached_pages`]).
+/// Whether this system reads a file in `dir` past this machine's cache of its contents.
 fn reads_past_cache(dir: &Path) -> bool {
     crate::fsutil::temp_in(dir)
         .is_ok_and(|probe| crate::fsutil::forget_cached_pages(probe.as_file()).unwrap_or(false))
@@ -172,10 +170,8 @@ fn sync_tool(root: &Path) -> Option<SyncTool> {
             .map(|(marker, tool)| (dir.join(marker), *tool))
             .find(|(p, _)| crate::fsutil::real_entry(p).is_some())
             .or_else(|| onedrive.then(|| (dir.to_path_buf(), "OneDrive")))?;
-        Some(SyncTool {
-            tool: tool.to_string(),
-            marker: marker.display().to_string(),
-        })
+        let (tool, marker) = (tool.to_string(), marker.display().to_string());
+        Some(SyncTool { tool, marker })
     })
 }
 
@@ -190,29 +186,22 @@ fn is_conflict_copy(name: &str) -> bool {
 }
 
 fn conflict_copies(root: &Path, state_dir: &Path) -> Vec<String> {
-    let mut found: Vec<String> = [root, state_dir]
-        .into_iter()
-        .filter_map(|dir| crate::fsutil::read_dir(dir).ok())
-        .flat_map(|entries| entries.flatten().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(is_conflict_copy)
-        })
-        .map(|p| {
-            p.strip_prefix(root)
-                .unwrap_or(&p)
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let mut found = Vec::new();
+    let listed = [root, state_dir].map(crate::fsutil::read_dir);
+    for entries in listed.into_iter().flatten() {
+        for p in entries.flatten().map(|e| e.path()) {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if is_conflict_copy(name) {
+                let rel = p.strip_prefix(root).unwrap_or(&p);
+                found.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
     found.sort();
     found
 }
 
-/// If a sync tool manages `root` and this has not been said before, remember that it was said
-/// (`.coord/sync-warned` under the `shared` root) and return the warning: it is given once per
-/// workspace.
+/// The warning about a sync tool managing `root`, once per workspace (`.coord/sync-warned`).
 pub fn sync_warning_once(root: &Path, shared: &Path) -> Option<String> {
     let state = layout::state_dir(shared);
     if !fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
@@ -224,10 +213,8 @@ pub fn sync_warning_once(root: &Path, shared: &Path) -> Option<String> {
     }
     let tool = sync_tool(root)?;
     let text = sync_warning(&tool);
-    crate::fsutil::create_new(&marker, format!("{text}\n").as_bytes())
-        .ok()
-        .filter(|created| *created)
-        .map(|_| text)
+    let created = crate::fsutil::create_new(&marker, format!("{text}\n").as_bytes());
+    created.is_ok_and(|made| made).then_some(text)
 }
 
 #[cfg(test)]
@@ -260,19 +247,12 @@ mod tests {
         let sshfs = Policy::choose(FsInfo::from_magic(FUSE, Some("fuse.sshfs")), None).unwrap();
         let blind = diagnosis(dir.path(), Vec::new(), &sshfs, None, false);
         assert!(!blind.reads_past_cache);
-        assert!(
-            blind
-                .warnings
-                .iter()
-                .any(|w| w.contains("past this machine's cache") && w.contains("kernel_cache")),
-            "{:?}",
-            blind.warnings
-        );
+        let says =
+            |w: &String| w.contains("past this machine's cache") && w.contains("kernel_cache");
+        assert!(blind.warnings.iter().any(says), "{:?}", blind.warnings);
         let fresh = diagnosis(dir.path(), Vec::new(), &sshfs, None, true);
-        assert!(
-            fresh.reads_past_cache && fresh.warnings.is_empty(),
-            "{fresh:?}"
-        );
+        let quiet = fresh.reads_past_cache && fresh.warnings.is_empty();
+        assert!(quiet, "{fresh:?}");
         // This machine can: its temporary folder's files are read past the cache.
         assert!(cfg!(not(target_os = "linux")) || reads_past_cache(dir.path()));
     }
@@ -289,9 +269,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.sync-conflict-1-2-X.txt"), "x").unwrap();
         fs::write(dir.path().join("a.txt"), "x").unwrap();
-        assert_eq!(
-            conflict_copies(dir.path(), &dir.path().join(".coord")),
-            vec!["a.sync-conflict-1-2-X.txt"]
-        );
+        let found = conflict_copies(dir.path(), &dir.path().join(".coord"));
+        assert_eq!(found, vec!["a.sync-conflict-1-2-X.txt"]);
     }
 }

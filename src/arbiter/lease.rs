@@ -17,8 +17,7 @@ use crate::record::Record;
 /// How long a holder may keep the mutex before others may take it to be stalled.
 pub const LEASE: Duration = Duration::from_secs(5);
 
-/// The shortest and longest lease a record may declare (a record declaring anything else is
-/// read with the nearest bound).
+/// The shortest and longest lease a record may declare (others are read as the nearest bound).
 const LEASE_BOUNDS: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(20));
 
 /// The longest pause between two tries. Every try is a round trip to the file server, which
@@ -170,10 +169,8 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                         // record and closing it: it cannot be broken until the holder runs or
                         // dies.
                         Err(e) if fsutil::raw::is_busy(&e) => {
-                            last_error = Some(io::Error::new(
-                                e.kind(),
-                                "its record is held open by a process that does not answer (stopped, or on a machine that stopped), so it cannot be broken until that process runs again or ends",
-                            ));
+                            let why = "its record is held open by a process that does not answer (stopped, or on a machine that stopped), so it cannot be broken until that process runs again or ends";
+                            last_error = Some(io::Error::new(e.kind(), why));
                         }
                         Err(e) => return Err(e).at("break the lease", path),
                     }
@@ -181,16 +178,12 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
             }
         }
         if let Some(signal) = crate::wait::stop_requested() {
-            return Err(crate::Error::Interrupted {
-                signal,
-                file: path.display().to_string(),
-            });
+            let file = path.display().to_string();
+            return Err(crate::Error::Interrupted { signal, file });
         }
         if Instant::now() >= deadline {
-            let e = last_error.unwrap_or_else(|| io::Error::new(
-                io::ErrorKind::TimedOut,
-                "other processes kept the workspace lease for the whole wait (is the folder reachable and writable for them?)",
-            ));
+            let why = "other processes kept the workspace lease for the whole wait (is the folder reachable and writable for them?)";
+            let e = last_error.unwrap_or_else(|| io::Error::new(io::ErrorKind::TimedOut, why));
             return Err(e).at("take the workspace lease", path);
         }
         // A little jitter keeps contenders from trying in lockstep.
@@ -201,30 +194,24 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
 
 /// Make `path` name the record in `tmp`, only if nothing is there. `Ok(false)`: taken.
 fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
-    match fsutil::raw::hard_link(tmp, path) {
-        Ok(()) => Ok(true),
-        Err(e) => {
-            // A retransmitted NFS `LINK` may fail although the link was made: our own file's
-            // link count says whether it was (liblockfile's check).
-            if fs::symlink_metadata(tmp).is_ok_and(|m| m.nlink() >= 2) {
-                return Ok(true);
-            }
-            match e.kind() {
-                io::ErrorKind::AlreadyExists => Ok(false),
-                io::ErrorKind::NotFound => Err(e),
-                // Some servers report an existing name as a generic failure (sshfs turns SFTP's
-                // FAILURE into EPERM): if a record opens there (an open asks the server), taken.
-                _ if fsutil::open_regular_nofollow(path).is_ok() => Ok(false),
-                // No hard links here (some SMB servers): an exclusive create is atomic there.
-                _ if fsutil::raw::no_hard_links(&e) => {
-                    match fsutil::raw::create_exclusive(path, text) {
-                        Ok(done) => Ok(done),
-                        Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
-                    }
-                }
-                _ => Err(e),
-            }
-        }
+    let Err(e) = fsutil::raw::hard_link(tmp, path) else {
+        return Ok(true);
+    };
+    // A retransmitted NFS `LINK` may fail although the link was made: our own file's link count
+    // says whether it was (liblockfile's check).
+    if fs::symlink_metadata(tmp).is_ok_and(|m| m.nlink() >= 2) {
+        return Ok(true);
+    }
+    match e.kind() {
+        io::ErrorKind::AlreadyExists => Ok(false),
+        io::ErrorKind::NotFound => Err(e),
+        // Some servers report an existing name as a generic failure (sshfs turns SFTP's FAILURE
+        // into EPERM): if a record opens there (an open asks the server), taken.
+        _ if fsutil::open_regular_nofollow(path).is_ok() => Ok(false),
+        // No hard links here (some SMB servers): an exclusive create is atomic there.
+        _ if fsutil::raw::no_hard_links(&e) => fsutil::raw::create_exclusive(path, text)
+            .map_err(|_| io::Error::new(io::ErrorKind::WouldBlock, e)),
+        _ => Err(e),
     }
 }
 
@@ -233,12 +220,9 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
 /// put back.
 fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let aside = dir.join(format!(
-        "{}{:012x}{}",
-        layout::temp_prefix(host::host_tag(), host::pid()),
-        host::random_u64() & 0xFFFF_FFFF_FFFF,
-        layout::TEMP_SUFFIX
-    ));
+    let prefix = layout::temp_prefix(host::host_tag(), host::pid());
+    let random = host::random_u64() & 0xFFFF_FFFF_FFFF;
+    let aside = dir.join(format!("{prefix}{random:012x}{}", layout::TEMP_SUFFIX));
     match fsutil::raw::rename(path, &aside) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
@@ -316,14 +300,9 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();
-        fs::write(
-            &p,
-            format!(
-                "token: 1111\nhost: {}\npid: {dead}\nlease: 60s\n",
-                host::hostname()
-            ),
-        )
-        .unwrap();
+        let host = host::hostname();
+        let record = format!("token: 1111\nhost: {host}\npid: {dead}\nlease: 60s\n");
+        fs::write(&p, record).unwrap();
         let started = Instant::now();
         let g = acquire_with(&p, LEASE, Duration::from_secs(5)).unwrap();
         assert!(started.elapsed() < Duration::from_secs(2));
@@ -342,10 +321,8 @@ mod tests {
         assert!(!stalled.still_held(), "the stalled holder learns it lost");
         assert!(next.still_held());
         drop(stalled);
-        assert!(
-            p.exists(),
-            "the stalled holder does not remove its successor's"
-        );
+        let kept = p.exists();
+        assert!(kept, "the stalled holder does not remove its successor's");
         std::thread::sleep(lease);
         assert!(next.still_held(), "its own record is still there");
         drop(next);

@@ -52,8 +52,7 @@ const NFS: u64 = 0x6969;
 const FUSE: u64 = 0x6573_5546;
 const EXT4: u64 = 0xEF53;
 
-/// Every filesystem coord knows by its magic number, with its class and name. Windows file
-/// systems seen through WSL (`9p`) are not local.
+/// Every filesystem coord knows by its magic number, with its class and name (`9p`: not local).
 const KNOWN: [(u64, FsClass, &str); 15] = [
     (NFS, FsClass::Nfs, "nfs"),
     (0x517B, FsClass::Smb, "smb"),
@@ -73,12 +72,11 @@ const KNOWN: [(u64, FsClass, &str); 15] = [
 ];
 
 impl FsInfo {
-    /// Classify a `statfs` magic number; `mount_type` is the type `/proc/self/mountinfo` gives
-    /// (`fuse.sshfs`, `nfs4`, …) when known.
-    pub fn from_magic(magic_number: u64, mount_type: Option<&str>) -> FsInfo {
+    /// Classify a `statfs` magic number, named by its mount type (`fuse.sshfs`) when known.
+    pub fn from_magic(magic: u64, mount_type: Option<&str>) -> FsInfo {
         let (class, name) = KNOWN
             .iter()
-            .find(|(m, _, _)| *m == magic_number)
+            .find(|(m, _, _)| *m == magic)
             .map_or((FsClass::Other, "unknown"), |(_, c, n)| (*c, *n));
         // The mount table names the exact type (`fuse.sshfs`, `nfs4`); the magic number decides
         // the class, so a misleading name cannot make a network mount look local.
@@ -88,17 +86,12 @@ impl FsInfo {
             }
             _ => name.to_string(),
         };
-        FsInfo {
-            magic: magic_number,
-            name,
-            class,
-        }
+        FsInfo { magic, name, class }
     }
 
     fn detect(dir: &Path) -> Result<FsInfo> {
-        let st = rustix::fs::statfs(dir)
-            .map_err(io::Error::from)
-            .at("inspect the filesystem of", dir)?;
+        let st = rustix::fs::statfs(dir).map_err(io::Error::from);
+        let st = st.at("inspect the filesystem of", dir)?;
         // `f_type` is signed on some targets; the magic numbers are 32-bit.
         #[allow(clippy::unnecessary_cast)]
         let magic_number = (st.f_type as i64 as u64) & 0xFFFF_FFFF;
@@ -119,16 +112,13 @@ impl FsInfo {
         !(self.class == FsClass::Fuse && ["fuse.rclone", "rclone"].contains(&self.name.as_str()))
     }
 
-    /// Whether one kernel sees every process that can reach the folder: its locks exclude them
-    /// all, its events (inotify) report their changes, and looking at a file costs no round
-    /// trip to a server.
+    /// Whether one kernel sees every process that can reach the folder (its locks, its events).
     pub fn served_locally(&self) -> bool {
         self.class == FsClass::Local
     }
 }
 
-/// The filesystem type of the mount holding `dir`, from a `/proc/self/mountinfo` table: the
-/// longest mount point that is an ancestor of `dir` wins.
+/// The filesystem type of the deepest mount holding `dir`, from a `/proc/self/mountinfo` table.
 fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
     let mounts = table.lines().filter_map(|line| {
         let (left, right) = line.split_once(" - ")?;
@@ -138,9 +128,8 @@ fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
         dir.starts_with(&mount_point).then_some((len, fstype))
     });
     // The last of the longest: a later mount over the same point hides the earlier one.
-    mounts
-        .max_by_key(|(len, _)| *len)
-        .map(|(_, t)| t.to_string())
+    let deepest = mounts.max_by_key(|(len, _)| *len);
+    deepest.map(|(_, t)| t.to_string())
 }
 
 /// Mount points escape space, tab, newline and backslash as `\ooo`.
@@ -187,8 +176,7 @@ impl Arbitration {
 /// The environment variable that overrides the arbitration.
 pub const ENV_ARBITRATION: &str = "COORD_ARBITRATION";
 
-/// How a waiter re-checks where events reach it (a safety net), and where events from other
-/// machines never arrive.
+/// How a waiter re-checks where events reach it, and where other machines' events never arrive.
 const RECHECK_LOCAL: Duration = Duration::from_millis(500);
 const RECHECK_REMOTE: Duration = Duration::from_millis(50);
 
@@ -203,14 +191,12 @@ pub struct Policy {
     pub overridden: bool,
     /// How often a waiter looks again without an event.
     pub recheck: Duration,
-    /// Whether lock files are also looked up by exact name for every agent known to the
-    /// workspace (a folder listing may be served from a cache that lags other machines).
+    /// Whether lock files are also looked up by exact name (a listing may lag other machines).
     pub exact_lookups: bool,
 }
 
 impl Policy {
-    /// The policy for a filesystem, with an optional override (the value of
-    /// `COORD_ARBITRATION`).
+    /// The policy for a filesystem, with the value of `COORD_ARBITRATION` when set.
     pub fn choose(fs: FsInfo, override_value: Option<&str>) -> Result<Policy> {
         let local = fs.served_locally();
         let detected = match (fs.arbitrable(), local) {
@@ -218,10 +204,8 @@ impl Policy {
             (true, true) => Arbitration::Kernel,
             (true, false) => Arbitration::Link,
         };
-        let forced = match override_value
-            .map(|v| v.trim().to_ascii_lowercase())
-            .as_deref()
-        {
+        let value = override_value.map(|v| v.trim().to_ascii_lowercase());
+        let forced = match value.as_deref() {
             None | Some("") => None,
             Some("kernel" | "flock") => Some(Arbitration::Kernel),
             Some("link" | "lease") => Some(Arbitration::Link),
@@ -256,16 +240,13 @@ pub fn policy(root: &Path) -> Result<Policy> {
     })
 }
 
-/// How often a waiter on `dir` re-checks without an event: [`crate::wait::RECHECK`], or sooner
-/// where events from other machines never arrive (a network filesystem).
+/// How often a waiter on `dir` re-checks without an event (sooner on a network filesystem).
 pub fn recheck_for(dir: &Path) -> Duration {
-    policy(dir).map_or(crate::wait::RECHECK, |p| {
-        p.recheck.min(crate::wait::RECHECK)
-    })
+    let recheck = policy(dir).map_or(crate::wait::RECHECK, |p| p.recheck);
+    recheck.min(crate::wait::RECHECK)
 }
 
-/// How far this machine's clock runs ahead of the folder's (the file server's), when it does by
-/// more than two seconds; measured once per process with a file written in `root`'s `.coord/`.
+/// How far this machine's clock runs ahead of the folder's, when by more than two seconds.
 pub fn clock_ahead(root: &Path) -> Option<Duration> {
     if std::env::var_os(crate::clock::NOW_ENV).is_some() {
         return None;
@@ -277,9 +258,7 @@ pub fn clock_ahead(root: &Path) -> Option<Duration> {
     skew.filter(|s| *s > 2.0).map(Duration::from_secs_f64)
 }
 
-/// Seconds this clock is ahead of the clock that stamps files in `dir` (negative: behind):
-/// a file is created there and its mtime, as the filesystem reports it on the open file, is
-/// compared with this machine's time around the write.
+/// Seconds this clock is ahead of the clock that stamps a file made in `dir` (negative: behind).
 pub fn measure_skew(dir: &Path) -> io::Result<f64> {
     use std::io::Write;
     use std::time::SystemTime;
@@ -306,9 +285,7 @@ pub enum Guard {
 }
 
 impl Guard {
-    /// Take the workspace mutex whose kernel-lock file is `mutex_path`, as `arbitration` says,
-    /// waiting at most `patience` (and never past [`mutex_patience`]); a signal that asks this
-    /// process to stop ends the wait.
+    /// Take the workspace mutex at `mutex_path` as `arbitration` says, waiting at most `patience`.
     pub fn take(mutex_path: &Path, arbitration: Arbitration, patience: Duration) -> Result<Guard> {
         match arbitration {
             Arbitration::Kernel => lock_mutex_within(mutex_path, patience).map(Guard::Kernel),
@@ -316,14 +293,12 @@ impl Guard {
                 lease::acquire_with(&crate::layout::lease_of(mutex_path), lease::LEASE, patience)
                     .map(Guard::Lease)
             }
-            Arbitration::None => Err(Error::NoArbitration {
-                root: mutex_path
-                    .parent()
-                    .and_then(Path::parent)
-                    .unwrap_or(mutex_path)
-                    .to_path_buf(),
-                filesystem: "this filesystem".into(),
-            }),
+            Arbitration::None => {
+                let state = mutex_path.parent().unwrap_or(mutex_path);
+                let root = state.parent().unwrap_or(mutex_path).to_path_buf();
+                let filesystem = "this filesystem".to_string();
+                Err(Error::NoArbitration { root, filesystem })
+            }
         }
     }
 
@@ -415,11 +390,8 @@ mod tests {
             ("/home/me", "ext4"),
             ("/mnt/nfsx", "ext4"),
         ] {
-            assert_eq!(
-                mount_type_of(table, Path::new(dir)).as_deref(),
-                Some(want),
-                "{dir}"
-            );
+            let found = mount_type_of(table, Path::new(dir));
+            assert_eq!(found.as_deref(), Some(want), "{dir}");
         }
     }
 

@@ -39,11 +39,9 @@ pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> 
                 return Ok(MutexGuard { _file: file });
             }
             _ if Instant::now() >= deadline => {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "keeps being replaced while coord locks it",
-                ))
-                .at("lock the workspace mutex", path);
+                let why = "keeps being replaced while coord locks it";
+                let e = io::Error::new(io::ErrorKind::TimedOut, why);
+                return Err(e).at("lock the workspace mutex", path);
             }
             _ => continue,
         }
@@ -54,19 +52,16 @@ pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> 
 /// only a process stopped (or stuck) while holding it makes anyone wait this long.
 pub const MUTEX_PATIENCE: Duration = Duration::from_secs(30);
 
-/// The patience of this process for the workspace mutex, in milliseconds, when capped below
-/// [`MUTEX_PATIENCE`] (0: not capped).
+/// This process's cap on its patience for the workspace mutex, in milliseconds (0: none).
 static PATIENCE_CAP_MS: AtomicU64 = AtomicU64::new(0);
 
-/// From now on, wait at most `cap` for the workspace mutex, whoever takes it: for a process
-/// that must answer within a budget of its own (a client's hook), whatever it calls.
+/// From now on, wait at most `cap` for the workspace mutex (a hook answers within a budget).
 pub fn cap_mutex_patience(cap: Duration) {
     let ms = u64::try_from(cap.as_millis()).unwrap_or(u64::MAX).max(1);
     PATIENCE_CAP_MS.store(ms, Ordering::Relaxed);
 }
 
-/// How long this process waits for the workspace mutex at most: [`MUTEX_PATIENCE`], or less
-/// after [`cap_mutex_patience`].
+/// How long this process waits for the workspace mutex at most (see [`cap_mutex_patience`]).
 pub fn mutex_patience() -> Duration {
     match PATIENCE_CAP_MS.load(Ordering::Relaxed) {
         0 => MUTEX_PATIENCE,
@@ -92,11 +87,9 @@ fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
             return Err(crate::Error::Interrupted { signal, file });
         }
         if Instant::now() >= deadline {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "another process has held it too long (a coord process stopped with Ctrl-Z?)",
-            ))
-            .at("lock the workspace mutex", path);
+            let why = "another process has held it too long (a coord process stopped with Ctrl-Z?)";
+            let e = io::Error::new(io::ErrorKind::TimedOut, why);
+            return Err(e).at("lock the workspace mutex", path);
         }
         std::thread::sleep(pause);
         let cap = if started.elapsed() < Duration::from_millis(50) {

@@ -173,8 +173,7 @@ pub enum Error {
         /// The file waited for.
         file: String,
     },
-    /// A dialogue whose `conversation.md` cannot be understood: `current-turn.txt` was set to
-    /// the seed's error line (when it could be) and nothing else was written.
+    /// A dialogue whose `conversation.md` cannot be understood (its turn set to the error line).
     #[error("`{file}` appears corrupted{}: {why}; {turn_note}. Nothing else was written", line.map(|l| format!(" at line {l}")).unwrap_or_default())]
     DialogueCorrupted {
         /// The conversation file, as shown to the user.
@@ -186,8 +185,7 @@ pub enum Error {
         /// What became of `current-turn.txt`.
         turn_note: String,
     },
-    /// A folder on a filesystem where no arbitration holds (an rclone mount): nothing that
-    /// takes a lock can be done there safely.
+    /// A folder on a filesystem where no arbitration holds (an rclone mount).
     #[error("no arbitration holds in `{}` ({filesystem}): it offers neither hard links nor an exclusive create that holds across mounts, so coord cannot keep two agents off one file there; nothing was changed", root.display())]
     NoArbitration {
         /// The workspace root.
@@ -195,8 +193,7 @@ pub enum Error {
         /// The filesystem's name (`fuse.rclone`).
         filesystem: String,
     },
-    /// The remote that claims are shared through (contract §13) could not be used: it cannot be
-    /// reached, refused the credentials, or is not set up. Nothing was changed there.
+    /// The remote that claims are shared through (contract §13) could not be used.
     #[error("{message}")]
     Remote {
         /// The remote's name (`origin`).
@@ -226,11 +223,8 @@ pub struct WaitStep {
 }
 
 fn describe_cycle(cycle: &[WaitStep]) -> String {
-    cycle
-        .iter()
-        .map(|s| format!("{} waits for `{}` held by {}", s.agent, s.file, s.holder))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let step = |s: &WaitStep| format!("{} waits for `{}` held by {}", s.agent, s.file, s.holder);
+    cycle.iter().map(step).collect::<Vec<_>>().join(", ")
 }
 
 fn working_suffix(working_on: &Option<String>) -> String {
@@ -354,23 +348,18 @@ impl Error {
 
     /// A refusal by rule `why`, with a message and an optional hint.
     pub fn refused(why: Refusal, message: impl Into<String>, hint: Option<String>) -> Error {
-        Error::Refused {
-            why,
-            message: message.into(),
-            hint,
-        }
+        let message = message.into();
+        Error::Refused { why, message, hint }
     }
 
     /// Bad user input.
     pub fn bad_input(message: impl Into<String>) -> Error {
-        Error::BadInput {
-            message: message.into(),
-        }
+        let message = message.into();
+        Error::BadInput { message }
     }
 }
 
-/// The `InvalidData` error of a path refused because a symlink stands in place of one of
-/// coord's folders on the way to it (the link): the hint says to remove it.
+/// The `InvalidData` error of a path refused for a symlink in place of one of coord's folders.
 #[derive(Debug, thiserror::Error)]
 #[error("`{}` is a symlink in place of coord's folder (not followed)", .0.display())]
 pub struct LinkedFolder(pub PathBuf);
@@ -391,9 +380,7 @@ impl<T> IoResultExt<T> for io::Result<T> {
     }
 }
 
-/// `agent on host` when `holder` (a refusal's holder text) names an agent of another clone, as
-/// `remote::Held::refusal` and the guard write it (`alice on h (claim `src/**` through remote
-/// `origin`…)`): someone out of reach of `coord msg`, whose person is asked instead.
+/// `agent on host` when a refusal's `holder` names an agent of another clone (no `coord msg`).
 pub fn remote_holder(holder: &str) -> Option<&str> {
     holder
         .contains(" through remote `")

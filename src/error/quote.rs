@@ -1,8 +1,7 @@
 //! Words of the commands coord suggests in hints, written so that they run as printed when
 //! pasted into a POSIX shell, and the agent-id grammar those commands (and file names) use.
 
-/// Whether `id` is a valid agent id (already lower-case): `^[a-z0-9][a-z0-9_-]{0,31}$`, the
-/// part of a presence, lock or message file name that names an agent.
+/// Whether `id` is a valid agent id (already lower-case): `^[a-z0-9][a-z0-9_-]{0,31}$`.
 pub fn is_valid_agent_id(id: &str) -> bool {
     let bytes = id.as_bytes();
     !bytes.is_empty()
@@ -13,13 +12,10 @@ pub fn is_valid_agent_id(id: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
 }
 
-/// `word` as one shell word: unchanged when it holds only characters no shell treats
-/// specially, else in single quotes (a `'` inside written as `'\''`).
+/// `word` as one shell word: unchanged when plain, else in single quotes.
 pub fn arg(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-./:@%+=,".contains(&b));
+    let safe = |b: u8| b.is_ascii_alphanumeric() || b"_-./:@%+=,".contains(&b);
+    let plain = !word.is_empty() && word.bytes().all(safe);
     if plain {
         word.to_string()
     } else {
@@ -27,9 +23,7 @@ pub fn arg(word: &str) -> String {
     }
 }
 
-/// The agent id to address in a suggested command, from a holder as shown in a message
-/// (`Claude`, `Claude (process 3115)`): the name before any parenthesis, lower-cased, quoted
-/// when it is not a valid id (a lock written by hand may say anything).
+/// The agent id to address in a suggested command, from a holder as a message shows it.
 pub fn agent(holder: &str) -> String {
     let name = holder.split(" (").next().unwrap_or(holder).trim();
     let id = name.to_ascii_lowercase();

@@ -90,14 +90,9 @@ mod tests {
         let schema = include_str!("../../docs/schemas/error.schema.json");
         for k in kinds {
             assert!(k.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{k}");
-            assert!(
-                protocol.contains(&format!("`{k}`")),
-                "{k} not in docs/protocol.md"
-            );
-            assert!(
-                schema.contains(&format!("\"{k}\"")),
-                "{k} not in error.schema.json"
-            );
+            let (listed, in_schema) = (format!("`{k}`"), format!("\"{k}\""));
+            assert!(protocol.contains(&listed), "{k} not in docs/protocol.md");
+            assert!(schema.contains(&in_schema), "{k} not in error.schema.json");
         }
     }
 }

@@ -35,9 +35,8 @@ pub fn append_line_durable_numbered(path: &Path, line: &[u8]) -> Result<usize> {
 
 /// fsync the regular file at `path` (data written through another descriptor included).
 pub fn sync_file(path: &Path) -> Result<()> {
-    open_regular_nofollow(path)
-        .and_then(|f| f.sync_data())
-        .at("sync", path)
+    let file = open_regular_nofollow(path).at("sync", path)?;
+    file.sync_data().at("sync", path)
 }
 
 /// Append under the file's kernel lock; with `count`, also the number of the new line.
@@ -165,10 +164,8 @@ fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) ->
     // A plain rename, not the exchange `persist` makes: no name ever holds the old log but
     // `path` (a writer killed here leaves no copy of it behind; a temporary file left while it
     // was written goes with the next cut's sweep).
-    tmp.persist(path)
-        .map(drop)
-        .map_err(|e| e.error)
-        .at("replace", path)
+    let persisted = tmp.persist(path).map_err(|e| e.error);
+    persisted.map(drop).at("replace", path)
 }
 
 /// The size of the chunks the kernel copies a write into the page cache by.
@@ -216,9 +213,8 @@ fn spawn_finisher(file: &File) -> Option<Child> {
 /// finisher's exit status: 0, or the `errno` of its failed write.
 fn feed_finisher(mut child: Child, buf: &[u8]) -> io::Result<()> {
     let mut stdin = child.stdin.take().expect("stdin is piped");
-    let fed = stdin
-        .write_all(&(buf.len() as u64).to_le_bytes())
-        .and_then(|()| stdin.write_all(buf));
+    let len = (buf.len() as u64).to_le_bytes();
+    let fed = stdin.write_all(&len).and_then(|()| stdin.write_all(buf));
     drop(stdin);
     let status = child.wait()?;
     fed?;
@@ -242,12 +238,8 @@ pub fn finish_append() -> u8 {
         return SHORT;
     };
     let mut buf = Vec::new();
-    if (&mut stdin)
-        .take(size as u64)
-        .read_to_end(&mut buf)
-        .is_err()
-        || buf.len() != size
-    {
+    let read = (&mut stdin).take(size as u64).read_to_end(&mut buf);
+    if read.is_err() || buf.len() != size {
         return SHORT;
     }
     // Straight to the descriptor: std's stdout would buffer by line.

@@ -76,28 +76,14 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
     Ok(create_new_held(path, bytes, false)?.is_some())
 }
 
-/// [`create_new`], returning the file published open (`Ok(None)` when `path` already exists),
-/// locked (`flock`, exclusive) before it is published when `lock`.
+/// [`create_new`], returning the file open (`None`: taken), locked before publishing if `lock`.
 pub fn create_new_held(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>> {
     let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, parent_of(path), fill, |tmp| {
         if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
-            let made = match tmp.into_temp_path().persist_noclobber(path) {
-                Ok(()) => true,
-                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => false,
-                // Where a name cannot be published without replacing (SMB), an `O_EXCL` create
-                // of `path` itself, then the bytes: a reader may see it short for a moment,
-                // never a second one.
-                Err(e) if super::raw::no_hard_links(&e.error) => {
-                    drop(e);
-                    super::open_regular_nofollow(path).is_err()
-                        && super::raw::create_exclusive(path, bytes)?
-                }
-                Err(e) => return Err(e.error),
-            };
             let reopen = || open_nofollow(path, Access::Read).map(|(file, _)| file);
-            return made.then(reopen).transpose();
+            return persist_new(tmp, path)?.then(reopen).transpose();
         }
         match tmp.persist_noclobber(path) {
             Ok(file) => Ok(Some(file)),
@@ -189,8 +175,7 @@ fn keep_mode(path: &Path, file: &File) -> Result<()> {
     Ok(())
 }
 
-/// Copy the regular file `src` over `dst` atomically (never following a link). Returns the
-/// bytes copied.
+/// Copy the regular file `src` over `dst` atomically (never following a link); the bytes copied.
 pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
     // Opened before any temporary file is made: a missing source makes none. Opened again only
     // when the copy has to be made a second time (see `publish_via`).
@@ -206,8 +191,7 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
     Ok(copied.get())
 }
 
-/// A temporary copy of the regular file `src` in `dir`, with its mode, fsynced (publish it with
-/// [`persist`]). Returns it and its size.
+/// A fsynced temporary copy of the regular file `src` in `dir`, with its mode, and its size.
 pub fn copy_to_temp(src: &Path, dir: &Path) -> Result<(NamedTempFile, u64)> {
     let input = open_nofollow(src, Access::Read).at("read", src)?;
     copy_into(src, input, made_in(dir)?, true)
@@ -230,8 +214,7 @@ fn copy_into(
     Ok((tmp, n))
 }
 
-/// Everything `input` yields, in a new fsynced temporary file in `dir`, with the mode of `like`
-/// (publish it with [`persist`]).
+/// Everything `input` yields, in a new fsynced temporary file in `dir` with the mode of `like`.
 pub fn spool(
     dir: &Path,
     input: &mut dyn Read,
@@ -259,8 +242,7 @@ pub fn spool(
     Ok((tmp, n))
 }
 
-/// Publish a filled temporary file at `path` by rename, replacing whatever is there (a symlink
-/// is replaced, never followed).
+/// Publish a filled temporary file at `path` by rename, replacing anything there (links too).
 pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
     put(tmp, path).at("replace", path)
 }
@@ -289,8 +271,7 @@ fn put_closed(tmp: TempPath, path: &Path) -> io::Result<()> {
     })
 }
 
-/// Publish the filled temporary file `tmp` at `path` only if nothing is there yet (else
-/// `Ok(false)`, the temporary file removed).
+/// Publish the filled `tmp` at `path` only if nothing is there (else `Ok(false)`, `tmp` removed).
 pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
     let e = match tmp.into_temp_path().persist_noclobber(path) {
         Ok(()) => return Ok(true),
@@ -310,15 +291,12 @@ pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
 
 static NETWORK_FS: AtomicBool = AtomicBool::new(false);
 
-/// Whether this process works on a network filesystem (see [`mark_network_fs`]): then a
-/// temporary file is closed before it is renamed into place, since SMB refuses to rename an
-/// open file.
+/// Whether this process works on a network filesystem (see [`mark_network_fs`]).
 pub(super) fn on_network_fs() -> bool {
     NETWORK_FS.load(Ordering::Relaxed)
 }
 
-/// From now on, publish files the way network filesystems need (closed before the rename,
-/// retried while the server says busy).
+/// From now on, publish files as network filesystems need (closed, renamed again while busy).
 pub fn mark_network_fs() {
     NETWORK_FS.store(true, Ordering::Relaxed);
 }

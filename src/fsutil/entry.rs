@@ -11,9 +11,8 @@ use crate::error::{IoResultExt, Result};
 
 /// fsync a folder, so a rename in it survives a crash.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|f| f.sync_all())
-        .at("sync folder", dir)
+    let folder = File::open(dir).at("sync folder", dir)?;
+    folder.sync_all().at("sync folder", dir)
 }
 
 /// Remove `path` (a file or a link, never a link's target). `Ok(false)` when it was not there.
@@ -40,19 +39,6 @@ pub fn remove_tree(dir: &Path) -> Result<bool> {
     super::read::refuse_linked(dir, false).at("remove", dir)?;
     fs::remove_dir(dir).at("remove", dir)?;
     Ok(true)
-}
-
-/// Remove `path`, a file or a folder of files (one level: a folder inside stays, and so does
-/// `path` then), never following a link. Best effort.
-pub fn remove_flat(path: &Path) {
-    if is_dir(path) {
-        for name in super::list_names(path).unwrap_or_default() {
-            let _ = super::raw::remove_file(&path.join(name));
-        }
-        let _ = super::raw::remove_empty_dir(path);
-    } else {
-        let _ = super::raw::remove_file(path);
-    }
 }
 
 /// Make `path` an empty marker file (and missing folders); nothing when something is there.
@@ -146,9 +132,8 @@ pub fn touch_if_same(path: &Path, bytes: &[u8]) -> bool {
 /// kept: how a record says it has been used without removing it.
 pub fn set_mtime_epoch(path: &Path) -> Result<()> {
     let (file, _) = open_nofollow(path, Access::Read).at("set the time of", path)?;
-    set_mtime(&file, 0)
-        .map_err(io::Error::from)
-        .at("set the time of", path)
+    let set = set_mtime(&file, 0).map_err(io::Error::from);
+    set.at("set the time of", path)
 }
 
 /// Set an open file's modification time (`nanos` 0: the epoch, or `UTIME_NOW`).

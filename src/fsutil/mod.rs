@@ -26,8 +26,8 @@ pub use atomic::{
     persist_durable, persist_new, replace, replace_durable, replace_staged, spool, temp_in,
 };
 pub use entry::{
-    empty_marker, ensure_dir, make_executable, remove, remove_flat, remove_tree, rename,
-    rewrite_in_place, set_mtime_epoch, sync_dir, touch, touch_if_same,
+    empty_marker, ensure_dir, make_executable, remove, remove_tree, rename, rewrite_in_place,
+    set_mtime_epoch, sync_dir, touch, touch_if_same,
 };
 pub use read::{
     RECORD_CAP, Stat, forget_cached_pages, linked_ancestor, linked_state_folder, list_names, mtime,
@@ -82,22 +82,22 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
     Ok((file, meta))
 }
 
-/// The bits a new entry in the folder `m` describes must have beyond what the umask left: in a
+/// The bits a new entry in the folder `dir` must have beyond what the umask left: in a
 /// group-shared (setgid) folder, its group bits (`rw` for a file, `rwx` for a folder), so that
 /// everyone who can use the folder can use the entry; nothing elsewhere.
-fn shared_bits(m: &fs::Metadata, is_dir: bool) -> u32 {
+fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
     use std::os::unix::fs::MetadataExt;
-    if m.is_dir() && m.mode() & 0o2000 != 0 {
-        m.mode() & if is_dir { 0o070 } else { 0o060 }
-    } else {
-        0
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() && m.mode() & 0o2000 != 0 => {
+            m.mode() & if is_dir { 0o070 } else { 0o060 }
+        }
+        _ => 0,
     }
 }
 
 /// Give `file`, just created in `dir`, the bits the folder's sharing asks for.
 pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
-    let bits = fs::metadata(dir).map_or(0, |m| shared_bits(&m, false));
-    add_bits(file, bits);
+    add_bits(file, shared_bits(dir, false));
 }
 
 /// Add the permission `bits` to `file` (a file or a folder) when it lacks them and this user
@@ -133,13 +133,13 @@ pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
     {
         return false;
     }
-    add_bits(file, shared_bits(&folder, false));
+    fit_file_mode(file, dir);
     true
 }
 
 /// [`fit_file_mode`] for the folder `dir`, just created (never through a symlink).
 pub(crate) fn fit_dir_mode(dir: &Path) {
-    let bits = fs::metadata(parent_of(dir)).map_or(0, |m| shared_bits(&m, true));
+    let bits = shared_bits(parent_of(dir), true);
     let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
     if bits != 0
         && let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty())

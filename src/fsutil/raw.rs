@@ -40,8 +40,7 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Remove the folder `dir` when it is empty. Returns whether it was removed; any failure (not
-/// empty, gone, not a folder) reads as `false`.
+/// Remove the folder `dir` when it is empty; whether it was (any failure reads as `false`).
 pub fn remove_empty_dir(dir: &Path) -> bool {
     refuse_linked(dir, false).is_ok() && fs::remove_dir(dir).is_ok()
 }

@@ -78,16 +78,13 @@ pub(super) fn read_open_capped(file: &File, meta: &fs::Metadata, cap: u64) -> io
         file.take(cap + 1).read_to_end(&mut buf)?;
     }
     if meta.len() > cap || buf.len() as u64 > cap {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("is larger than {cap} bytes"),
-        ));
+        let why = format!("is larger than {cap} bytes");
+        return Err(io::Error::new(io::ErrorKind::InvalidData, why));
     }
     Ok(buf)
 }
 
-/// The last `cap` bytes of a regular file (as [`read_capped`] opens it), and whether anything
-/// was left out in front: for logs, whose newest part is what a reader wants.
+/// The last `cap` bytes of a regular file (opened as [`read_capped`] does), and whether it was cut.
 pub fn read_tail(path: &Path, cap: u64) -> io::Result<(Vec<u8>, bool)> {
     use std::io::{Seek, SeekFrom};
     let (mut file, meta) = open_nofollow(path, Access::Read)?;
@@ -125,14 +122,12 @@ pub fn refresh_attributes(path: &Path) {
 
 static PAST_CACHE: AtomicBool = AtomicBool::new(false);
 
-/// From now on, every capped read (lock records, presences, the lease, tickets, claims) forgets
-/// this machine's cached pages of the file first, so that the bytes come from the file server.
+/// From now on, every capped read forgets this machine's cached pages of the file first.
 pub fn read_past_cache() {
     PAST_CACHE.store(true, Ordering::Relaxed);
 }
 
-/// Drop `file`'s clean cached pages (`POSIX_FADV_DONTNEED`) so the next read asks the file
-/// server; whether this system can.
+/// Drop `file`'s clean cached pages (`POSIX_FADV_DONTNEED`); whether this system can.
 pub fn forget_cached_pages(file: &File) -> io::Result<bool> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -163,8 +158,7 @@ pub fn mtime(path: &Path) -> Option<SystemTime> {
     fs::symlink_metadata(path).and_then(|m| m.modified()).ok()
 }
 
-/// Whether `a` and `b` are both regular files (no symlink followed) with the same permissions
-/// and bytes. Any error reads as "not the same".
+/// Whether `a` and `b` are regular files (no link followed) with the same mode and bytes.
 pub fn same_regular_files(a: &Path, b: &Path) -> bool {
     fn same(a: &Path, b: &Path) -> io::Result<bool> {
         let (mut fa, ma) = open_nofollow(a, Access::Read)?;
@@ -213,12 +207,9 @@ pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
     let below = start
         .ancestors()
         .position(|a| a.file_name() == Some(state))?;
-    start
-        .ancestors()
-        .take(below)
-        .filter(|a| fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()))
-        .last()
-        .map(Path::to_path_buf)
+    let is_link = |a: &&Path| fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink());
+    let last = start.ancestors().take(below).filter(is_link).last();
+    last.map(Path::to_path_buf)
 }
 
 /// Refuse a path that [`linked_state_folder`] finds a symlink on the way to: `InvalidData`,
@@ -240,13 +231,10 @@ pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
 
 static LINK_WARNING: std::sync::Mutex<Option<(PathBuf, String)>> = std::sync::Mutex::new(None);
 
-/// The first symlink met (and not followed) in place of one of coord's folders, and what to say
-/// about it, once: the command may have gone on without what it would have read or written.
+/// The first symlink met (not followed) in place of one of coord's folders, and what to say, once.
 pub fn take_link_warning() -> Option<(PathBuf, String)> {
-    LINK_WARNING
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
+    let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
+    noted.take()
 }
 
 /// [`fs::read_dir`], refused (`InvalidData`) through a symlinked state folder ([`refuse_linked`]).

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use crate::{host, layout};
 
-/// Remove coord's temporary files in `dir` whose writer is gone: at once when their process
-/// is known dead on this host, after an hour in any case. Returns how many were removed.
+/// Remove coord's temporary files in `dir` whose writer is dead here or an hour gone; how many.
 pub fn sweep_temps(dir: &Path) -> usize {
     let entries = super::read_dir(dir).into_iter().flatten();
     let names = entries.map_while(Result::ok).map(|e| e.file_name());
@@ -16,8 +15,7 @@ pub fn sweep_temps(dir: &Path) -> usize {
         .count()
 }
 
-/// [`sweep_temps`] for one entry of a folder being listed anyway: removes it when it is one of
-/// coord's temporary files whose writer is gone. Returns whether it was removed.
+/// [`sweep_temps`] for one entry of a folder being listed anyway; whether it was removed.
 pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
     let (path, name) = (entry.path(), entry.file_name());
     let found = path.parent().zip(name.to_str());

@@ -40,10 +40,8 @@ fn capped_reads_give_every_byte_whatever_the_size() {
         fs::write(&f, &bytes).unwrap();
         assert_eq!(read_capped(&f, 1 << 20).unwrap(), bytes, "{len} bytes");
         if len > 0 {
-            assert!(
-                read_capped(&f, len as u64 - 1).is_err(),
-                "{len} bytes over the cap"
-            );
+            let over = read_capped(&f, len as u64 - 1);
+            assert!(over.is_err(), "{len} bytes over the cap");
         }
     }
     // A file whose size says 0 but that has content (the kernel's own files) reads whole.
@@ -67,8 +65,8 @@ fn old_fuse_leftovers_are_swept_and_fresh_ones_kept() {
     fs::write(&old, b"Agent: x\n").unwrap();
     fs::write(&fresh, b"Agent: y\n").unwrap();
     let f = OpenOptions::new().write(true).open(&old).unwrap();
-    f.set_modified(SystemTime::now() - Duration::from_secs(120))
-        .unwrap();
+    let two_minutes_ago = SystemTime::now() - Duration::from_secs(120);
+    f.set_modified(two_minutes_ago).unwrap();
     assert_eq!(sweep_temps(dir.path()), 1);
     assert!(!old.exists());
     assert!(fresh.exists(), "one still in use is left alone");
@@ -99,10 +97,8 @@ fn append_adds_whole_lines_and_refuses_links() {
     append_line(&f, b"one").unwrap();
     fs::write(&f, b"one\nhand-written, no newline").unwrap();
     append_line_durable_numbered(&f, b"two\n").unwrap();
-    assert_eq!(
-        fs::read_to_string(&f).unwrap(),
-        "one\nhand-written, no newline\ntwo\n"
-    );
+    let text = fs::read_to_string(&f).unwrap();
+    assert_eq!(text, "one\nhand-written, no newline\ntwo\n");
     let link = dir.path().join("link.md");
     std::os::unix::fs::symlink(&f, &link).unwrap();
     assert!(append_line(&link, b"x").is_err());
@@ -114,19 +110,15 @@ fn append_adds_whole_lines_and_refuses_links() {
 fn append_durable_only_appends_to_an_existing_regular_file() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("conversation.md");
-    assert!(
-        append_durable(&f, b"x").is_err(),
-        "a missing file is not created"
-    );
+    let missing = append_durable(&f, b"x");
+    assert!(missing.is_err(), "a missing file is not created");
     fs::write(&f, b"one\n").unwrap();
     append_durable(&f, b"two\n").unwrap();
     assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
     let link = dir.path().join("link.md");
     std::os::unix::fs::symlink(&f, &link).unwrap();
-    assert!(
-        append_durable(&link, b"three\n").is_err(),
-        "a link is not followed"
-    );
+    let through = append_durable(&link, b"three\n");
+    assert!(through.is_err(), "a link is not followed");
     assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
 }
 
@@ -139,37 +131,31 @@ fn replace_over_an_existing_file_leaves_nothing_behind() {
     fs::hard_link(&f, &other).unwrap();
     replace(&f, b"new").unwrap();
     assert_eq!(fs::read(&f).unwrap(), b"new");
-    assert_eq!(
-        fs::read(&other).unwrap(),
-        b"old",
-        "other links keep the old content"
-    );
-    assert_eq!(entries(dir.path()), 2, "no temp left");
+    let kept = fs::read(&other).unwrap();
+    assert_eq!(kept, b"old", "other links keep the old content");
+    let left = |n, why: &str| assert_eq!(entries(dir.path()), n, "{why}, no temp left");
+    left(2, "the file and its other link");
     let sub = dir.path().join("sub");
     fs::create_dir(&sub).unwrap();
     fs::write(sub.join("inside"), b"kept").unwrap();
     assert!(replace(&sub, b"x").is_err(), "a folder is never replaced");
     assert_eq!(fs::read(sub.join("inside")).unwrap(), b"kept");
-    assert_eq!(
-        entries(dir.path()),
-        3,
-        "the folder is back at its name, no temp left"
-    );
+    left(3, "the folder is back at its name");
     // Anything else at the path (a FIFO here) is replaced, as a rename would.
     let fifo = fifo_at(&dir.path().join("fifo"));
     replace(&fifo, b"now a file").unwrap();
     assert_eq!(fs::read(&fifo).unwrap(), b"now a file");
-    assert_eq!(entries(dir.path()), 4, "no temp left");
+    left(4, "the FIFO replaced");
 }
 
 #[test]
 fn same_regular_files_compares_bytes_and_mode() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    fs::write(&a, b"same").unwrap();
-    fs::write(&b, b"same").unwrap();
-    fs::set_permissions(&a, fs::Permissions::from_mode(0o644)).unwrap();
-    fs::set_permissions(&b, fs::Permissions::from_mode(0o644)).unwrap();
+    for p in [&a, &b] {
+        fs::write(p, b"same").unwrap();
+        fs::set_permissions(p, fs::Permissions::from_mode(0o644)).unwrap();
+    }
     assert!(same_regular_files(&a, &b));
     fs::write(&b, b"diff").unwrap();
     assert!(!same_regular_files(&a, &b));
@@ -190,10 +176,8 @@ fn replace_durable_keeps_the_mode() {
     fs::set_permissions(&f, fs::Permissions::from_mode(0o751)).unwrap();
     replace_durable(&f, b"new").unwrap();
     assert_eq!(fs::read(&f).unwrap(), b"new");
-    assert_eq!(
-        fs::metadata(&f).unwrap().permissions().mode() & 0o777,
-        0o751
-    );
+    let mode = fs::metadata(&f).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o751);
 }
 
 #[test]
@@ -204,18 +188,17 @@ fn a_temporary_file_that_cannot_be_made_is_named_by_its_folder_alone() {
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
     let text = e.to_string();
     assert!(text.contains("No such file or directory"), "{text}");
-    assert!(
-        !text.contains("at path") && !text.contains(".tmp"),
-        "{text}"
-    );
+    let named = text.contains("at path") || text.contains(".tmp");
+    assert!(!named, "{text}");
 }
 
 #[test]
 fn a_staged_replace_leaves_no_temporary_file_anywhere() {
     let dir = tempfile::tempdir().unwrap();
     let (stage, target_dir) = (dir.path().join("stage"), dir.path().join("queue"));
-    fs::create_dir(&stage).unwrap();
-    fs::create_dir(&target_dir).unwrap();
+    for d in [&stage, &target_dir] {
+        fs::create_dir(d).unwrap();
+    }
     let path = target_dir.join("00000000000000000001.claude");
     replace_staged(&path, &stage, b"first\n", false).unwrap();
     replace_staged(&path, &stage, b"second\n", false).unwrap();
@@ -234,11 +217,12 @@ fn a_link_in_place_of_a_state_folder_is_found_and_refused() {
     let outside = dir.path().join("outside");
     fs::create_dir_all(state.join("queue")).unwrap();
     fs::create_dir_all(outside.join("q-1")).unwrap();
-    std::os::unix::fs::symlink(&outside, state.join("history")).unwrap();
-    std::os::unix::fs::symlink(&outside, state.join("queue/q-1")).unwrap();
+    let (history, q1) = (state.join("history"), state.join("queue/q-1"));
+    for link in [&history, &q1] {
+        std::os::unix::fs::symlink(&outside, link).unwrap();
+    }
     let log = state.join("history/events.jsonl");
     // Below `.coord/` only; the path's own last component only when asked.
-    let (history, q1) = (state.join("history"), state.join("queue/q-1"));
     for (path, with_self, want) in [
         (log.clone(), false, Some(history.clone())),
         (history.clone(), false, None),

@@ -66,7 +66,7 @@ fn plain_relative(rel: &str) -> bool {
 /// Remove every entry whose lock file is [`gone`], and the leftovers of older coords in `.coord/`.
 pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
-        fsutil::remove_flat(&leftover);
+        let _ = fsutil::remove_tree(&leftover);
     }
     for (rel, agent) in gone(root) {
         forget(root, &rel, &agent);

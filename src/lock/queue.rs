@@ -45,7 +45,7 @@ fn dir_of(root: &Path, key: &str, claim: bool) -> PathBuf {
 /// The tickets (number, path) in the queue folder `dir`, unsorted; `None` if it cannot be listed.
 fn tickets_in(dir: &Path) -> Option<Vec<(u64, PathBuf)>> {
     let entries = fsutil::read_dir(dir).ok()?.flatten();
-    let n = |e: &fs::DirEntry| e.file_name().to_str().and_then(layout::parse_ticket_name);
+    let n = |e: &fs::DirEntry| Some(layout::parse_ticket(e.file_name().to_str()?)?.0);
     Some(entries.filter_map(|e| Some((n(&e)?, e.path()))).collect())
 }
 

@@ -26,30 +26,20 @@ impl AgentId {
     /// Validate a name as given (`Claude` → id `claude`, display `Claude`).
     pub fn parse(name: &str) -> Result<AgentId> {
         let id = name.to_ascii_lowercase();
-        let why = [
-            (name.is_empty(), "it is empty"),
-            (
-                !name.is_ascii(),
-                "only ASCII letters, digits, `_` and `-` are allowed",
-            ),
-            (name.len() > 32, "it is longer than 32 characters"),
-            (
-                !is_valid_agent_id(&id),
-                "only letters, digits, `_` and `-` are allowed, starting with a letter or digit",
-            ),
-        ]
-        .into_iter()
-        .find_map(|(bad, why)| bad.then_some(why));
-        match why {
-            Some(why) => Err(Error::InvalidAgent {
-                name: name.to_string(),
-                why: why.to_string(),
-            }),
-            None => Ok(AgentId {
-                id,
-                name: name.to_string(),
-            }),
-        }
+        let why = if name.is_empty() {
+            "it is empty"
+        } else if !name.is_ascii() {
+            "only ASCII letters, digits, `_` and `-` are allowed"
+        } else if name.len() > 32 {
+            "it is longer than 32 characters"
+        } else if !is_valid_agent_id(&id) {
+            "only letters, digits, `_` and `-` are allowed, starting with a letter or digit"
+        } else {
+            let name = name.to_string();
+            return Ok(AgentId { id, name });
+        };
+        let (name, why) = (name.to_string(), why.to_string());
+        Err(Error::InvalidAgent { name, why })
     }
 
     /// The id: lower-case, safe in file names.
@@ -91,23 +81,19 @@ impl Target {
             ),
             Ok(_) => "it is not a regular file".into(),
         };
-        Err(Error::BadPath {
-            path: self.rel.clone(),
-            why,
-        })
+        let path = self.rel.clone();
+        Err(Error::BadPath { path, why })
     }
 
-    /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, a presence, a temporary file)
-    /// as a file to lock or write: that would make a lock on a lock, or forge one.
+    /// Refuse one of coord's own files (`F.lock.claude`) as a file to lock or write.
     pub fn not_coords_own(&self) -> Result<()> {
         let name = self.abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        match layout::own_file_kind(name) {
-            Some(kind) => Err(Error::BadPath {
-                path: self.rel.clone(),
-                why: format!("it is {kind} of coord's, not a file to lock or write"),
-            }),
-            None => Ok(()),
-        }
+        let Some(kind) = layout::own_file_kind(name) else {
+            return Ok(());
+        };
+        let why = format!("it is {kind} of coord's, not a file to lock or write");
+        let path = self.rel.clone();
+        Err(Error::BadPath { path, why })
     }
 }
 
@@ -135,17 +121,11 @@ impl Workspace {
         Ok(Workspace { root })
     }
 
-    /// Make `dir` a workspace of its own: create its `.coord/` folder, even when `dir` lies
-    /// inside another workspace (that is what makes a nested workspace deliberate).
+    /// Make `dir` a workspace of its own, even inside another one: create its `.coord/`.
     pub fn init(dir: &Path) -> Result<(Workspace, bool)> {
-        let root = canonical_dir(dir)?;
-        let state = layout::state_dir(&shared_root(&root));
-        let existed = fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
-        fsutil::ensure_dir(&state)?;
-        if !existed {
-            nested::register(&root);
-        }
-        Ok((Workspace { root }, !existed))
+        let ws = Workspace::at(canonical_dir(dir)?);
+        let (_, made) = ws.make_state_dir()?;
+        Ok((ws, made))
     }
 
     /// A workspace at an already resolved root (tests, the demo).
@@ -158,26 +138,9 @@ impl Workspace {
         &self.root
     }
 
-    /// Create `.coord/` when missing, sweep temporary files left in the root, learn the
-    /// [`Workspace::policy`] and, in a git work tree nobody set up, [`Workspace::adopt`] it.
+    /// Create `.coord/` when missing, sweep temporary files, learn the policy and adopt the tree.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
-        let dir = layout::state_dir(&shared_root(&self.root));
-        // The root was resolved (no symlink above it), so a real folder at `.coord` is all
-        // there is to check; anything else (missing, a symlink, a file) takes the careful path.
-        if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-            // Never the root itself: a workspace removed (`rm -rf`) while a coord process still
-            // ran in it is not brought back by that process.
-            if !fs::symlink_metadata(&self.root).is_ok_and(|m| m.is_dir()) {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "the workspace folder is gone",
-                ))
-                .at("create folder", &dir);
-            }
-            fsutil::ensure_dir(&dir)?;
-            // Made now: the workspace around this one, if any, learns that it holds it.
-            nested::register(&self.root);
-        }
+        let (dir, _) = self.make_state_dir()?;
         self.sweep_temps_once();
         // Detected before the first file is published: a network filesystem needs care from it.
         let _ = self.policy();
@@ -185,8 +148,28 @@ impl Workspace {
         Ok(dir)
     }
 
-    /// Keep coord's files out of `git status` in a git work tree nobody set up ([`adopt`]),
-    /// before coord writes anything there.
+    /// `.coord/`, made when missing (then `true`) and noted by the workspace around this one.
+    fn make_state_dir(&self) -> Result<(PathBuf, bool)> {
+        let dir = layout::state_dir(&shared_root(&self.root));
+        // The root was resolved (no symlink above it), so a real folder at `.coord` is all
+        // there is to check; anything else (missing, a symlink, a file) takes the careful path.
+        if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            return Ok((dir, false));
+        }
+        // Never the root itself: a workspace removed (`rm -rf`) while a coord process still ran
+        // in it is not brought back by that process.
+        if !fs::symlink_metadata(&self.root).is_ok_and(|m| m.is_dir()) {
+            let gone =
+                std::io::Error::new(std::io::ErrorKind::NotFound, "the workspace folder is gone");
+            return Err(gone).at("create folder", &dir);
+        }
+        fsutil::ensure_dir(&dir)?;
+        // Made now: the workspace around this one, if any, learns that it holds it.
+        nested::register(&self.root);
+        Ok((dir, true))
+    }
+
+    /// Keep coord's files out of `git status` in a git work tree nobody set up ([`adopt`]).
     pub fn adopt(&self) -> Result<()> {
         static LOOKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
         {
@@ -200,8 +183,7 @@ impl Workspace {
         adopt::adopt(&self.root, || self.ensure_state_dir().map(drop))
     }
 
-    /// Remove temporary files that killed coord processes left in the folders coord itself
-    /// writes in: the root (presence), `.coord/`, `.coord/queue/` and every queue folder.
+    /// Remove temporary files killed coord processes left in the root, `.coord/` and the queues.
     fn sweep_temps_once(&self) {
         static SWEPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
         if SWEPT.swap(true, std::sync::atomic::Ordering::Relaxed) {
@@ -246,15 +228,12 @@ impl Workspace {
         }
     }
 
-    /// Refuse, before anything is written, where no arbitration holds (an rclone mount: see
-    /// [`arbiter`]): what a command would write there could not be kept from another's write.
+    /// Refuse, before anything is written, where no arbitration holds (an rclone mount).
     pub fn require_arbitration(&self) -> Result<()> {
         let policy = self.policy()?;
         if policy.arbitration == arbiter::Arbitration::None {
-            return Err(Error::NoArbitration {
-                root: self.root.clone(),
-                filesystem: policy.fs.name,
-            });
+            let (root, filesystem) = (self.root.clone(), policy.fs.name);
+            return Err(Error::NoArbitration { root, filesystem });
         }
         Ok(())
     }
@@ -264,8 +243,7 @@ impl Workspace {
         arbiter::policy(&self.root)
     }
 
-    /// Resolve a path to one file given relative to `cwd`, taken literally (a tool's path, a
-    /// record's); a FILE argument goes through [`Workspace::file_arg`] first.
+    /// Resolve a path to one file given relative to `cwd`, taken literally (a tool's path).
     pub fn resolve(&self, cwd: &Path, arg: &str) -> Result<Target> {
         let bad = |why: &str| Error::BadPath {
             path: arg.to_string(),
@@ -296,10 +274,8 @@ impl Workspace {
             abs = fs::canonicalize(&abs).map_err(|_| bad("it is a dangling symlink"))?;
         }
         if !abs.starts_with(&self.root) {
-            return Err(Error::OutsideRoot {
-                path: arg.to_string(),
-                root: self.root.clone(),
-            });
+            let (path, root) = (arg.to_string(), self.root.clone());
+            return Err(Error::OutsideRoot { path, root });
         }
         let rel = self.rel(&abs).ok_or_else(|| bad("it is not valid UTF-8"))?;
         if rel.is_empty() {
@@ -311,8 +287,7 @@ impl Workspace {
         Ok(Target { rel, abs })
     }
 
-    /// A FILE argument of a command, given relative to `cwd`: the one rule by which every
-    /// command that takes FILEs reads them, on the command line and through `coord mcp`.
+    /// A FILE argument of a command (CLI or MCP), given relative to `cwd`.
     pub fn file_arg(&self, cwd: &Path, arg: &str) -> Result<FileArg> {
         if pattern::is_claim(arg) {
             return self.claim(cwd, arg).map(FileArg::Claim);
@@ -333,8 +308,7 @@ impl Workspace {
         Ok((files, claims))
     }
 
-    /// The FILE argument of `coord COMMAND`, a command that acts on one file's content (write,
-    /// note, restore): [`Workspace::file_arg`], a claim refused.
+    /// The FILE argument of `coord COMMAND`, which acts on one file's content: a claim refused.
     pub fn one_file(&self, cwd: &Path, arg: &str, command: &str) -> Result<Target> {
         match self.file_arg(cwd, arg) {
             Ok(FileArg::File(t)) => Ok(t),
@@ -346,8 +320,7 @@ impl Workspace {
         }
     }
 
-    /// A claim argument given relative to `cwd` (a folder with a trailing `/`, or a pattern),
-    /// as a pattern relative to the root.
+    /// A claim argument (a folder with a trailing `/`, or a pattern) as a pattern on the root.
     pub fn claim(&self, cwd: &Path, arg: &str) -> Result<Pattern> {
         let bad = |why: String| Error::BadPattern {
             pattern: arg.to_string(),
@@ -378,15 +351,11 @@ impl Workspace {
                 parts.push(p);
             }
         }
-        let mut text = parts.join("/");
-        if trailing {
-            text.push('/');
-        }
+        let text = parts.join("/") + if trailing { "/" } else { "" };
         Pattern::parse(&text).map_err(bad)
     }
 
-    /// Where a path given relative to `cwd`, whose folder does not exist yet, would be once a
-    /// client's tool made its folder with the file.
+    /// Where a path in a folder not made yet would be once a client's tool made it.
     pub fn resolve_unmade(&self, cwd: &Path, path: &str) -> Option<Target> {
         if path.is_empty() || path.contains('\0') {
             return None;
@@ -405,9 +374,7 @@ impl Workspace {
         for c in rest {
             match c {
                 Component::Normal(name) => abs.push(name),
-                Component::ParentDir => {
-                    abs.pop();
-                }
+                Component::ParentDir => _ = abs.pop(),
                 _ => {}
             }
         }
@@ -484,13 +451,10 @@ fn trusted_from_below(meta: &fs::Metadata) -> bool {
         || rustix::process::getgroups().is_ok_and(|groups| groups.iter().any(|g| g.as_raw() == gid))
 }
 
-/// The top level of the git work tree holding `dir` (the nearest ancestor with a `.git` entry);
-/// for a submodule, that of its outermost superproject, whose workspace it is a folder of.
+/// The top level of the git work tree holding `dir` (of the outermost superproject's).
 fn git_top_level(dir: &Path) -> Option<PathBuf> {
-    let mut top = dir
-        .ancestors()
-        .find(|d| fsutil::real_entry(&d.join(".git")).is_some())?
-        .to_path_buf();
+    let has_git = |d: &&Path| fsutil::real_entry(&d.join(".git")).is_some();
+    let mut top = dir.ancestors().find(has_git)?.to_path_buf();
     while let Some(outer) = crate::worktree::superproject_of(&top) {
         top = outer;
     }
@@ -508,17 +472,8 @@ mod tests {
         assert_eq!((a.id(), a.name()), ("claude", "Claude"));
         assert_eq!(AgentId::parse("AGENT-1").unwrap().id(), "agent-1");
         assert!(AgentId::parse(&"a".repeat(32)).is_ok());
-        for bad in [
-            "",
-            "../x",
-            "a/b",
-            ".",
-            "-x",
-            "_x",
-            "a b",
-            "ünï",
-            &"a".repeat(33),
-        ] {
+        let long = "a".repeat(33);
+        for bad in ["", "../x", "a/b", ".", "-x", "_x", "a b", "ünï", &long] {
             assert!(AgentId::parse(bad).is_err(), "{bad:?} must be refused");
         }
     }

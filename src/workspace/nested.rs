@@ -16,48 +16,36 @@ fn is_workspace(dir: &Path) -> bool {
     fsutil::real_entry(&dir.join(layout::STATE_DIR)).is_some_and(|m| m.is_dir())
 }
 
-/// If a workspace lies around `root`, note `root` in that workspace's register (once) so that
-/// its `status` can say it holds this one.
+/// Note `root` in the register of the workspace around it, if any (once).
 pub fn register(root: &Path) {
     // A linked git worktree (even one inside the main checkout) shares the main tree's
     // workspace: it is not a workspace nested in it.
-    if shared_root(root) != root {
-        return;
+    if shared_root(root) == root {
+        let _ = note_in_outer(root);
     }
-    let Some(outer) = root
-        .parent()
-        .and_then(|p| p.ancestors().find(|d| is_workspace(d)))
-    else {
-        return;
-    };
-    let Some(rel) = root
-        .strip_prefix(outer)
-        .ok()
-        .and_then(Path::to_str)
-        .filter(|r| !r.is_empty())
-    else {
-        return;
-    };
+}
+
+/// [`register`] for a root of its own; `None` when there is nothing (more) to note.
+fn note_in_outer(root: &Path) -> Option<()> {
+    let outer = root.parent()?.ancestors().find(|d| is_workspace(d))?;
+    // Below a folder above `root`: never empty.
+    let rel = root.strip_prefix(outer).ok()?.to_str()?;
     let shared = shared_root(outer);
     let entry = layout::nested_entry(&shared, rel);
     if std::fs::symlink_metadata(&entry).is_ok() {
-        return;
+        return None;
     }
-    if fsutil::ensure_dir(&layout::nested_register(&shared)).is_ok() {
-        let _ = fsutil::replace(&entry, format!("{rel}\n").as_bytes());
-    }
+    fsutil::ensure_dir(&layout::nested_register(&shared)).ok()?;
+    fsutil::replace(&entry, format!("{rel}\n").as_bytes()).ok()
 }
 
 /// A path relative to the root that stays below it (no `..`, not absolute, not empty).
 fn plain_relative(rel: &str) -> bool {
-    !rel.is_empty()
-        && Path::new(rel)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))
+    let mut parts = Path::new(rel).components();
+    !rel.is_empty() && parts.all(|c| matches!(c, Component::Normal(_)))
 }
 
-/// The roots of the workspaces inside `root`, relative to it: those its register names and
-/// those holding one of `files` (paths relative to the root), sorted.
+/// The roots of the workspaces inside `root` (registered, or holding one of `files`), sorted.
 pub fn roots(root: &Path, files: &[&str]) -> BTreeSet<String> {
     let registered = fsutil::read_dir(layout::nested_register(&shared_root(root)))
         .into_iter()
@@ -66,9 +54,8 @@ pub fn roots(root: &Path, files: &[&str]) -> BTreeSet<String> {
         .filter_map(|e| fsutil::read_capped(&e.path(), 4096).ok())
         .filter_map(|b| String::from_utf8(b).ok())
         .map(|t| t.trim().to_string());
-    let mut roots: BTreeSet<String> = registered
-        .filter(|rel| plain_relative(rel) && is_workspace(&root.join(rel)))
-        .collect();
+    let nested = |rel: &String| plain_relative(rel) && is_workspace(&root.join(rel));
+    let mut roots: BTreeSet<String> = registered.filter(nested).collect();
     // Each folder is looked at once, however many files lie in it.
     let mut seen = BTreeSet::new();
     for file in files {
