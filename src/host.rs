@@ -188,12 +188,24 @@ fn stat_line(pid: u32) -> Option<String> {
     Some(String::from_utf8_lossy(&stat).into_owned())
 }
 
-/// A `/proc` file whole, read into room for the usual line at once (it tells no size ahead).
+/// A `/proc` file whole, read into room for the usual line at once (it tells no size ahead);
+/// opened and read through rustix, which asks no `fcntl`, `fstat` or `lseek` around it.
 fn read_proc(path: &str) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::with_capacity(1024);
-    let mut file = std::fs::File::open(path).ok()?;
-    file.read_to_end(&mut bytes).ok()?;
+    use rustix::{fs::Mode, fs::OFlags, io::Errno};
+    let fd = rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let (mut bytes, mut len) = (vec![0; 1024], 0);
+    loop {
+        if len == bytes.len() {
+            bytes.resize(2 * len, 0);
+        }
+        match rustix::io::read(&fd, &mut bytes[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(Errno::INTR) => {}
+            Err(_) => return None,
+        }
+    }
+    bytes.truncate(len);
     Some(bytes)
 }
 

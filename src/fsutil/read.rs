@@ -144,8 +144,11 @@ pub fn forget_cached_pages(file: &File) -> io::Result<bool> {
 /// The metadata of `path` itself (not a link's target) when something really stands there.
 pub fn real_entry(path: &Path) -> Option<fs::Metadata> {
     let meta = fs::symlink_metadata(path).ok()?;
+    use rustix::fs::{Mode, OFlags};
+    // Opened, not listed: a folder smbnetfs shows at its host level cannot be opened.
+    let opened = || rustix::fs::open(path, OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty());
     if meta.is_dir()
-        && let Err(e) = fs::read_dir(path)
+        && let Err(e) = opened().map_err(io::Error::from)
         && (e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(5))
     {
         return None;
@@ -244,9 +247,19 @@ pub fn read_dir(dir: impl AsRef<Path>) -> io::Result<fs::ReadDir> {
     fs::read_dir(dir)
 }
 
-/// The names in folder `dir`, in the order the folder lists them.
+/// The names in folder `dir`, in the order the folder lists them (read through rustix: musl's
+/// `opendir` costs an `fcntl` and an allocation that maps and unmaps memory).
 pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
-    read_dir(dir)?
-        .map(|entry| entry.map(|e| e.file_name()))
-        .collect()
+    use rustix::fs::{Mode, OFlags};
+    use std::os::unix::ffi::OsStringExt;
+    refuse_linked(dir, true)?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::new(rustix::fs::open(dir, flags, Mode::empty())?)? {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            names.push(std::ffi::OsString::from_vec(name));
+        }
+    }
+    Ok(names)
 }

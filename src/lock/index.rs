@@ -43,12 +43,10 @@ pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Pa
 /// The locks coord made as its index lists them (file, agent), unverified, unordered, no walk.
 pub fn entries(root: &Path) -> Vec<(String, String)> {
     let dir = layout::held_dir(&crate::worktree::shared_root(root));
-    let list = crate::fsutil::read_dir(&dir).into_iter().flatten();
-    list.flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name();
+    (fsutil::list_names(&dir).into_iter().flatten())
+        .filter_map(|name| {
             let (rel, agent) = layout::parse_held_entry(name.to_str()?)?;
-            let read = || fsutil::read_capped(&entry.path(), RECORD_CAP).ok();
+            let read = || fsutil::read_capped(&dir.join(&name), RECORD_CAP).ok();
             let rel = rel.or_else(|| String::from_utf8(read()?).ok())?;
             plain_relative(&rel).then_some((rel, agent))
         })
