@@ -538,6 +538,7 @@ pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
     let (mut st, presences, mut cache, entries) = look(ws, &now);
     st.unreadable.extend(lock::unreadable(&entries, ws));
+    st.unreadable.extend(lock::claim::unreadable(ws.root()));
     let waiters = queue::waiters(ws.root());
     let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
     let mut places: BTreeMap<&str, usize> = BTreeMap::new();

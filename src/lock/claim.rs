@@ -51,6 +51,24 @@ fn read_records(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
     Ok((claims, others))
 }
 
+/// `.coord/claims` when it is there but cannot be read, for `status`: its claims still hold
+/// (taking and releasing refuse), but no view can show them.
+pub fn unreadable(root: &Path) -> Option<crate::presence::Unreadable> {
+    let shared = crate::worktree::shared_root(root);
+    let path = layout::claims_file(&shared);
+    match fsutil::read_capped(&path, CLAIMS_CAP) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Some(crate::presence::Unreadable {
+            path: path
+                .strip_prefix(&shared)
+                .unwrap_or(&path)
+                .display()
+                .to_string(),
+            why: e.to_string(),
+        }),
+        _ => None,
+    }
+}
+
 fn with_pattern(entry: LockEntry) -> Judged {
     let pattern = Pattern::parse(&entry.file);
     Judged {

@@ -572,4 +572,13 @@ fn a_claims_file_that_cannot_be_read_refuses_locks_and_is_never_rewritten() {
     }
     assert_eq!(env.snapshot(), before);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // `status` names it among the files it could not read.
+    let st: serde_json::Value = env.agent("bob").args(["status", "--json"]).ok().json();
+    let bad = st["unreadable"].as_array().unwrap();
+    assert!(
+        bad.iter()
+            .any(|u| u["path"] == ".coord/claims"
+                && u["why"].as_str().unwrap().contains("larger than")),
+        "{bad:?}"
+    );
 }
