@@ -54,19 +54,19 @@ fn read_records(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
 /// `.coord/claims` when it is there but cannot be read, for `status`: its claims still hold
 /// (taking and releasing refuse), but no view can show them.
 pub fn unreadable(root: &Path) -> Option<crate::presence::Unreadable> {
+    // What `read_records` refuses, so that the view and the refusal never disagree.
+    let Err(crate::error::Error::Io { path, source, .. }) = read_records(root) else {
+        return None;
+    };
     let shared = crate::worktree::shared_root(root);
-    let path = layout::claims_file(&shared);
-    match fsutil::read_capped(&path, CLAIMS_CAP) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Some(crate::presence::Unreadable {
-            path: path
-                .strip_prefix(&shared)
-                .unwrap_or(&path)
-                .display()
-                .to_string(),
-            why: e.to_string(),
-        }),
-        _ => None,
-    }
+    Some(crate::presence::Unreadable {
+        path: path
+            .strip_prefix(&shared)
+            .unwrap_or(&path)
+            .display()
+            .to_string(),
+        why: source.to_string(),
+    })
 }
 
 fn with_pattern(entry: LockEntry) -> Judged {
