@@ -199,7 +199,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_parse() {
+    fn durations_parse_and_format_back() {
         for (text, ms) in [
             ("0", 0),
             ("500ms", 500),
@@ -219,10 +219,7 @@ mod tests {
         for bad in ["", "5", "5x", "m", "-1s", "1.5s", huge, unknown] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
         }
-    }
-
-    #[test]
-    fn durations_format_back() {
+        // Durations format back.
         for text in ["500ms", "30s", "5m", "2h", "1m30s"] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
         }
@@ -234,7 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn timestamps_with_and_without_offset() {
+    fn timestamps_parse_any_mtime_converts_and_ages_read_at_a_glance() {
         let ts = parse_timestamp("2026-01-28T01:00:00+01:00").unwrap();
         assert_eq!(format_timestamp(&ts), "2026-01-28T01:00:00+01:00");
         let naive = parse_timestamp("2026-01-28T01:00:00").unwrap();
@@ -243,10 +240,7 @@ mod tests {
         for bad in ["", "yesterday", "2026-13-01T00:00:00", "\u{0}\u{1}"] {
             assert!(parse_timestamp(bad).is_none(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn any_mtime_converts_without_panicking() {
+        // Any mtime converts without panicking.
         use std::time::{SystemTime, UNIX_EPOCH};
         let far = [u64::MAX / 2, 1 << 40, 253_402_300_800, 0];
         for secs in far {
@@ -259,10 +253,7 @@ mod tests {
         }
         let now = SystemTime::now();
         assert!(age(&from_system_time(now), &Local::now().fixed_offset()).as_secs() < 5);
-    }
-
-    #[test]
-    fn ages_read_at_a_glance() {
+        // Ages read at a glance.
         for (secs, want) in [(12, "12s"), (200, "3m"), (7300, "2h"), (200_000, "2d")] {
             assert_eq!(format_age(Duration::from_secs(secs)), want);
         }

@@ -405,7 +405,7 @@ mod tests {
     }
 
     #[test]
-    fn stat_ids_are_read_past_the_command_name_and_zero_means_unknown() {
+    fn stat_ids_are_read_past_the_command_name_and_tokens_differ() {
         let line = "42 (a) b (c)) S 1 40 30 34816 40 4194560 0 0";
         assert_eq!(
             parse_stat_ids(line),
@@ -419,10 +419,7 @@ mod tests {
         let outside = "7 (coord) R 0 0 0 0 -1 4194304";
         assert_eq!(parse_stat_ids(outside), OwnIds::default());
         assert_eq!(parse_stat_ids("garbage"), OwnIds::default());
-    }
-
-    #[test]
-    fn tokens_differ() {
+        // Tokens differ.
         assert_ne!(random_u64(), random_u64());
     }
 }

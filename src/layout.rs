@@ -577,7 +577,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_names() {
+    fn seed_names_and_lock_names_parse_back() {
         let (root, file) = (Path::new("/w"), Path::new("/w/a/b.txt"));
         for (got, want) in [
             (presence(root, "claude"), "/w/.claude_presence"),
@@ -591,10 +591,7 @@ mod tests {
         ] {
             assert_eq!(got, Path::new(want));
         }
-    }
-
-    #[test]
-    fn lock_names_parse_back() {
+        // Lock names parse back.
         for (name, want) in [
             ("SHARED.txt.lock.claude", Some(("SHARED.txt", "claude"))),
             ("a.lock.b.lock.gemini", Some(("a.lock.b", "gemini"))),

@@ -294,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn a_record_of_a_dead_process_is_broken_at_once() {
+    fn a_dead_holder_is_broken_at_once_and_a_stalled_one_after_its_lease() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         let mut child = std::process::Command::new("true").spawn().unwrap();
@@ -307,10 +307,7 @@ mod tests {
         let g = acquire_with(&p, LEASE, Duration::from_secs(5)).unwrap();
         assert!(started.elapsed() < Duration::from_secs(2));
         assert!(g.still_held());
-    }
-
-    #[test]
-    fn a_stalled_holder_is_overtaken_after_its_lease_and_fenced_out() {
+        // A stalled holder is overtaken after its lease and fenced out.
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         let lease = Duration::from_millis(300);
@@ -345,14 +342,11 @@ mod tests {
 
     /// Issue 26 item 19: a stale file handle is a reason to try again, not to give up.
     #[test]
-    fn a_stale_file_handle_is_retried() {
+    fn a_stale_file_handle_is_retried_and_a_garbage_record_broken_after_a_lease() {
         let e = io::Error::from_raw_os_error(rustix::io::Errno::STALE.raw_os_error());
         assert!(is_stale_handle(&e));
         assert!(!is_stale_handle(&io::Error::from(io::ErrorKind::NotFound)));
-    }
-
-    #[test]
-    fn a_garbage_record_is_broken_after_a_lease() {
+        // A garbage record is broken after a lease.
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         fs::write(&p, b"\xff\xfe not a record").unwrap();

@@ -377,7 +377,7 @@ mod tests {
     }
 
     #[test]
-    fn the_mount_table_names_the_filesystem_of_the_deepest_mount() {
+    fn the_mount_table_names_the_deepest_mount_and_this_machines_filesystem_is_detected() {
         let table = "\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
 40 22 0:50 / /mnt/shared\\040dir rw,nosuid - fuse.sshfs me@host:/srv rw,user_id=0
@@ -393,10 +393,7 @@ mod tests {
             let found = mount_type_of(table, Path::new(dir));
             assert_eq!(found.as_deref(), Some(want), "{dir}");
         }
-    }
-
-    #[test]
-    fn this_machines_temp_folder_is_detected() {
+        // This machines temp folder is detected.
         let dir = tempfile::tempdir().unwrap();
         let fs = FsInfo::detect(dir.path()).unwrap();
         assert!(!fs.name.is_empty());

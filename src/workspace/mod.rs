@@ -500,7 +500,7 @@ mod tests {
     }
 
     #[test]
-    fn discovery_finds_the_nearest_coord_folder() {
+    fn discovery_finds_the_nearest_coord_folder_else_the_git_top_level_else_the_folder() {
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         fs::create_dir_all(root.join(".coord")).unwrap();
@@ -518,10 +518,7 @@ mod tests {
         let ws = Workspace::discover(Some(Path::new("a")), &root).unwrap();
         assert_eq!(ws.root(), root.join("a"));
         assert!(!Workspace::init(&root.join("a")).unwrap().1);
-    }
-
-    #[test]
-    fn discovery_falls_back_to_the_git_top_level_then_the_folder() {
+        // Discovery falls back to the git top level then the folder.
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         fs::create_dir_all(root.join("repo/.git")).unwrap();
