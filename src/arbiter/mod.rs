@@ -17,7 +17,7 @@ use crate::fsutil;
 use crate::worktree::{PerRoot, per_root};
 
 pub use mutex::{
-    MUTEX_PATIENCE, MutexGuard, cap_mutex_patience, lock_mutex, lock_mutex_within, mutex_patience,
+    MUTEX_PATIENCE, MutexGuard, cap_mutex_patience, lock_mutex_within, mutex_patience,
 };
 
 /// How a filesystem behaves for coord.

@@ -17,12 +17,7 @@ pub struct MutexGuard {
     _file: File,
 }
 
-/// Take the workspace mutex at `path`, blocking until it is free (it is held for microseconds).
-pub fn lock_mutex(path: &Path) -> Result<MutexGuard> {
-    lock_mutex_within(path, MUTEX_PATIENCE)
-}
-
-/// [`lock_mutex`], waiting at most `patience` (and never past [`mutex_patience`]).
+/// Take the workspace mutex at `path`, waiting at most `patience` (and [`mutex_patience`]).
 pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> {
     let deadline = Instant::now() + patience.min(mutex_patience());
     // A mutex file deleted and created anew (`git clean`, an agent tidying up) between our open
@@ -110,10 +105,10 @@ mod tests {
     fn a_fifo_or_a_link_is_refused_not_waited_on_or_followed() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = crate::fsutil::tests::fifo_at(&dir.path().join("fifo"));
-        assert!(lock_mutex(&fifo).is_err());
+        assert!(lock_mutex_within(&fifo, MUTEX_PATIENCE).is_err());
         let link = dir.path().join("mutex");
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
-        assert!(lock_mutex(&link).is_err());
+        assert!(lock_mutex_within(&link, MUTEX_PATIENCE).is_err());
         assert!(!dir.path().join("elsewhere").exists(), "not followed");
     }
 
@@ -122,18 +117,18 @@ mod tests {
         use std::sync::mpsc::channel;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mutex");
-        let old = lock_mutex(&path).unwrap();
+        let old = lock_mutex_within(&path, MUTEX_PATIENCE).unwrap();
         let (tx, rx) = channel();
         let p = path.clone();
         let waiter = std::thread::spawn(move || {
-            let guard = lock_mutex(&p).unwrap();
+            let guard = lock_mutex_within(&p, MUTEX_PATIENCE).unwrap();
             tx.send(()).unwrap();
             drop(guard);
         });
         std::thread::sleep(Duration::from_millis(100));
         // Someone deletes the mutex file and another process takes a new one.
         fs::remove_file(&path).unwrap();
-        let new = lock_mutex(&path).unwrap();
+        let new = lock_mutex_within(&path, MUTEX_PATIENCE).unwrap();
         drop(old);
         assert!(
             rx.recv_timeout(Duration::from_millis(300)).is_err(),
@@ -145,7 +140,7 @@ mod tests {
         // A mutex held too long is an error not a hang.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mutex");
-        let _held = lock_mutex(&path).unwrap();
+        let _held = lock_mutex_within(&path, MUTEX_PATIENCE).unwrap();
         let err = lock_mutex_within(&path, Duration::from_millis(200)).unwrap_err();
         assert!(err.to_string().contains("held it too long"), "{err}");
     }

@@ -176,8 +176,8 @@ pub fn update<T>(ws: &Workspace, remote: &str, f: impl FnOnce(&mut State) -> T) 
     let root = ws.root();
     ws.ensure_state_dir()?;
     fsutil::ensure_dir(&layout::remote_dir(&crate::worktree::shared_root(root)))?;
-    let _lock =
-        crate::arbiter::lock_mutex(&layout::remote_lock(&crate::worktree::shared_root(root)))?;
+    let lock = layout::remote_lock(&crate::worktree::shared_root(root));
+    let _lock = crate::arbiter::lock_mutex_within(&lock, crate::arbiter::MUTEX_PATIENCE)?;
     let mut state = read(root, remote).unwrap_or_else(|| State::new(remote));
     let before = state.clone();
     let out = f(&mut state);
