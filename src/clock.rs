@@ -199,7 +199,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_parse_and_format_back() {
+    fn durations_and_timestamps_parse_and_format_back() {
         for (text, ms) in [
             ("0", 0),
             ("500ms", 500),
@@ -228,10 +228,7 @@ mod tests {
             let d = Duration::from_millis(ms);
             assert_eq!(parse_duration(&format_duration(d)).unwrap(), d, "{ms}");
         }
-    }
-
-    #[test]
-    fn timestamps_parse_any_mtime_converts_and_ages_read_at_a_glance() {
+        // Timestamps, with and without an offset.
         let ts = parse_timestamp("2026-01-28T01:00:00+01:00").unwrap();
         assert_eq!(format_timestamp(&ts), "2026-01-28T01:00:00+01:00");
         let naive = parse_timestamp("2026-01-28T01:00:00").unwrap();

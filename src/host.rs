@@ -395,17 +395,14 @@ mod tests {
     }
 
     #[test]
-    fn ancestors_are_known() {
+    fn ancestors_are_known_stat_ids_read_past_the_command_name_and_tokens_differ() {
         assert!(is_ancestor(std::os::unix::process::parent_id()));
         assert!(!is_ancestor(pid()), "a process is not its own ancestor");
         let mut child = sleeper("5");
         assert!(!is_ancestor(child.id()), "a child is not an ancestor");
         child.kill().unwrap();
         child.wait().unwrap();
-    }
-
-    #[test]
-    fn stat_ids_are_read_past_the_command_name_and_tokens_differ() {
+        // Stat ids are read past the command name and tokens differ.
         let line = "42 (a) b (c)) S 1 40 30 34816 40 4194560 0 0";
         assert_eq!(
             parse_stat_ids(line),

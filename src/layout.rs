@@ -556,7 +556,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_names_and_lock_names_parse_back() {
+    fn names_are_the_seeds_and_parse_back() {
         let (root, file) = (Path::new("/w"), Path::new("/w/a/b.txt"));
         for (got, want) in [
             (presence(root, "claude"), "/w/.claude_presence"),
@@ -589,10 +589,7 @@ mod tests {
         assert_eq!(presence_agent(".claude_presence"), Some("claude"));
         assert_eq!(presence_agent(".x/y_presence"), None);
         assert_eq!(handshake_agent(".handshake_gemini"), Some("gemini"));
-    }
-
-    #[test]
-    fn temp_ticket_message_and_row_names_parse_back() {
+        // Temporary, ticket, message and row names parse back.
         let name = format!("{}Ab12Cd{}", temp_prefix("0badcafe", 4242), TEMP_SUFFIX);
         assert_eq!(parse_temp_name(&name), Some(("0badcafe", 4242)));
         assert!(!is_temp_name("notes.tmp"));

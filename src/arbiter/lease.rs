@@ -279,7 +279,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_holder_at_a_time_and_release_removes_the_record() {
+    fn one_holder_at_a_time_a_dead_one_broken_at_once_a_stalled_one_after_its_lease() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         let g = acquire_with(&p, LEASE, crate::arbiter::MUTEX_PATIENCE).unwrap();
@@ -291,10 +291,7 @@ mod tests {
         assert!(!p.exists());
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().collect();
         assert!(names.is_empty(), "nothing left behind: {names:?}");
-    }
-
-    #[test]
-    fn a_dead_holder_is_broken_at_once_and_a_stalled_one_after_its_lease() {
+        // A dead holder is broken at once and a stalled one after its lease.
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         let mut child = std::process::Command::new("true").spawn().unwrap();

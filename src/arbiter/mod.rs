@@ -317,7 +317,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn magic_numbers_classify_filesystems() {
+    fn magic_numbers_classify_filesystems_and_the_arbitration_follows_unless_overridden() {
         let cases = [
             (0x6969, FsClass::Nfs),
             (0x517B, FsClass::Smb),
@@ -338,10 +338,7 @@ mod tests {
         assert_eq!(sshfs.class, FsClass::Fuse);
         // A local-sounding name does not make a FUSE mount local.
         assert_eq!(FsInfo::from_magic(FUSE, Some("ext4")).class, FsClass::Fuse);
-    }
-
-    #[test]
-    fn the_arbitration_follows_the_filesystem_unless_overridden() {
+        // The arbitration follows the filesystem unless overridden.
         let choose = |m, mount, forced| Policy::choose(FsInfo::from_magic(m, mount), forced);
         let local = choose(EXT4, None, None).unwrap();
         assert_eq!(local.recheck, RECHECK_LOCAL);

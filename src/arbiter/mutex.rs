@@ -102,7 +102,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_fifo_or_a_link_is_refused_not_waited_on_or_followed() {
+    fn a_mutex_is_never_a_fifo_a_link_shared_or_waited_for_too_long() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = crate::fsutil::tests::fifo_at(&dir.path().join("fifo"));
         assert!(lock_mutex_within(&fifo, MUTEX_PATIENCE).is_err());
@@ -110,10 +110,7 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
         assert!(lock_mutex_within(&link, MUTEX_PATIENCE).is_err());
         assert!(!dir.path().join("elsewhere").exists(), "not followed");
-    }
-
-    #[test]
-    fn a_mutex_replaced_while_waiting_is_not_shared_and_one_held_too_long_is_an_error() {
+        // A mutex replaced while waiting is not shared and one held too long is an error.
         use std::sync::mpsc::channel;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mutex");

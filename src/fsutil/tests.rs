@@ -120,7 +120,7 @@ fn appends_add_whole_lines_and_refuse_links() {
 }
 
 #[test]
-fn replace_over_an_existing_file_leaves_nothing_behind() {
+fn a_replace_leaves_nothing_behind_and_same_regular_files_compares_bytes_and_mode() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("f");
     fs::write(&f, b"old").unwrap();
@@ -143,10 +143,7 @@ fn replace_over_an_existing_file_leaves_nothing_behind() {
     replace(&fifo, b"now a file").unwrap();
     assert_eq!(fs::read(&fifo).unwrap(), b"now a file");
     left(4, "the FIFO replaced");
-}
-
-#[test]
-fn same_regular_files_compares_bytes_and_mode() {
+    // Two files are the same by their bytes and mode.
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     for p in [&a, &b] {

@@ -467,7 +467,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn agent_names() {
+    fn agent_names_are_checked_and_paths_stay_inside_the_root() {
         let a = AgentId::parse("Claude").unwrap();
         assert_eq!((a.id(), a.name()), ("claude", "Claude"));
         assert_eq!(AgentId::parse("AGENT-1").unwrap().id(), "agent-1");
@@ -476,10 +476,7 @@ mod tests {
         for bad in ["", "../x", "a/b", ".", "-x", "_x", "a b", "ünï", &long] {
             assert!(AgentId::parse(bad).is_err(), "{bad:?} must be refused");
         }
-    }
-
-    #[test]
-    fn paths_stay_inside_the_root() {
+        // Paths stay inside the root.
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         fs::create_dir(root.join("sub")).unwrap();
