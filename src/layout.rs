@@ -20,11 +20,6 @@ pub const TEMP_SUFFIX: &str = ".tmp";
 
 const TEMP_START: &str = ".coord-";
 
-/// `<root>/.coord`.
-pub fn state_dir(root: &Path) -> PathBuf {
-    root.join(STATE_DIR)
-}
-
 /// Declares `pub fn NAME(root: &Path, ARGS) -> PathBuf`, each a name inside another's path.
 macro_rules! names {
     ($($(#[doc = $doc:literal])*
@@ -33,11 +28,17 @@ macro_rules! names {
             $parent(root).join(format!($file))
         })*
     };
-    ($($(#[doc = $doc:literal])* $name:ident = $parent:ident / $file:literal;)*) => {
+    ($($(#[doc = $doc:literal])* $name:ident = $($parent:ident /)? $file:literal;)*) => {
         $($(#[doc = $doc])* pub fn $name(root: &Path) -> PathBuf {
-            $parent(root).join($file)
+            $(let root = &$parent(root);)?
+            root.join($file)
         })*
     };
+}
+
+/// `<root>/.coord`.
+pub fn state_dir(root: &Path) -> PathBuf {
+    root.join(STATE_DIR)
 }
 
 names! {
@@ -97,6 +98,12 @@ names! {
     remote_renewer = remote_dir / "renewer";
     /// `.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
     remote_renewer_pid = remote_dir / "renewer.pid";
+    /// `<meta>/reviews/active`.
+    review_active_dir = "reviews/active";
+    /// `<meta>/reviews/closed`.
+    review_closed_dir = "reviews/closed";
+    /// `<meta>/templates/review-tracker-template.md`.
+    review_template = "templates/review-tracker-template.md";
 }
 
 names! {
@@ -120,6 +127,8 @@ names! {
     fn partner_row(id: u64) = partners_dir, "{id:010}{ROW_SUFFIX}";
     /// `<root>/.coord/partners/open/<id>`, the index entry of an open row.
     fn partner_open(id: u64) = partners_open_dir, "{id}";
+    /// `<dir>/<topic>-tracker.md` (in `active/` or `closed/`).
+    fn review_tracker(topic: &str) = PathBuf::from, "{topic}-tracker.md";
 }
 
 /// The lease file beside a kernel-mutex file (`mutex` → `mutex.lease`), for network folders.
@@ -452,21 +461,6 @@ pub fn dialogue_mutex(root: &Path, folder_rel: &str) -> PathBuf {
 /// The default review metadata folder under the root.
 pub const REVIEW_METADATA_DIR: &str = ".metadata";
 
-/// `<meta>/reviews/active`.
-pub fn review_active_dir(meta: &Path) -> PathBuf {
-    meta.join("reviews").join("active")
-}
-
-/// `<meta>/reviews/closed`.
-pub fn review_closed_dir(meta: &Path) -> PathBuf {
-    meta.join("reviews").join("closed")
-}
-
-/// `<dir>/<topic>-tracker.md` (in `active/` or `closed/`).
-pub fn review_tracker(dir: &Path, topic: &str) -> PathBuf {
-    dir.join(format!("{topic}-tracker.md"))
-}
-
 /// The topic of a tracker file name (`api-tracker.md` → `api`).
 pub fn review_tracker_topic(file_name: &str) -> Option<&str> {
     file_name
@@ -482,11 +476,6 @@ pub fn review_archive_name(topic: &str) -> String {
 /// `<dir>/<topic>-tracker-archive.md`, beside its tracker.
 pub fn review_archive(dir: &Path, topic: &str) -> PathBuf {
     dir.join(review_archive_name(topic))
-}
-
-/// `<meta>/templates/review-tracker-template.md`.
-pub fn review_template(meta: &Path) -> PathBuf {
-    meta.join("templates").join("review-tracker-template.md")
 }
 
 /// `<meta>/reviews/llms/<llm>/<topic>_review_<date>.md`.
