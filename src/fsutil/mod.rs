@@ -66,7 +66,12 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
             Access::ReadWriteOrCreate => OFlags::RDWR | OFlags::CREATE,
         };
     let mode = rustix::fs::Mode::from_raw_mode(0o666);
-    let file = File::from(rustix::fs::open(path, flags, mode).map_err(|e| not_followed(e.into()))?);
+    let opened = rustix::fs::open(path, flags, mode).map_err(|e| match e {
+        // `O_NOFOLLOW` met a symlink.
+        rustix::io::Errno::LOOP => symlink_refused(),
+        e => e.into(),
+    });
+    let file = File::from(opened?);
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(not_regular());
@@ -148,15 +153,6 @@ pub(crate) fn parent_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
-    }
-}
-
-/// An `O_NOFOLLOW` open that met a symlink (`ELOOP`) said as such; other errors unchanged.
-fn not_followed(e: io::Error) -> io::Error {
-    if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-        symlink_refused()
-    } else {
-        e
     }
 }
 
