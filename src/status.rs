@@ -609,11 +609,7 @@ pub fn collect(ws: &Workspace) -> Status {
         a.holds.dedup();
         a.label = agent_label(a, several);
     }
-    let side = |t: &crate::worktree::Tree| Side {
-        worktree: t.top.display().to_string(),
-        branch: t.branch(),
-    };
-    st.worktrees = trees.iter().map(side).collect();
+    st.worktrees = trees.iter().map(Side::of).collect();
     st.branch = st.worktrees.first().and_then(|t| t.branch.clone());
     // Those waiting for their user first, in the order they started waiting (a stable sort).
     st.agents
