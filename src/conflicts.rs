@@ -26,6 +26,14 @@ pub struct Side {
     pub branch: Option<String>,
 }
 
+impl Side {
+    /// The work tree `t` and its branch.
+    pub fn of(t: &worktree::Tree) -> Side {
+        let (worktree, branch) = (t.top.display().to_string(), t.branch());
+        Side { worktree, branch }
+    }
+}
+
 /// A file that two or more branches changed since their merge base.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Conflict {
@@ -60,10 +68,7 @@ pub fn view(ws: &Workspace, deadline: Instant) -> (Vec<Conflict>, Option<String>
         let Some(commit) = git.line(&t.top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
             continue;
         };
-        at.entry(commit).or_default().push(Side {
-            worktree: t.top.display().to_string(),
-            branch: t.branch(),
-        });
+        at.entry(commit).or_default().push(Side::of(t));
     }
     let commits: Vec<&String> = at.keys().collect();
     // file → (sides, any conflict, any unknown)

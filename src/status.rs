@@ -341,17 +341,29 @@ fn agent_label(a: &AgentView, several: bool) -> String {
             parts.push(b.clone());
         }
     }
-    match (&a.prompt, a.working_on.as_deref().filter(|w| *w != "-")) {
-        (Some(p), _) => parts.push(format!("\"{p}\"")),
-        (None, Some(task)) => parts.push(task.to_string()),
-        (None, None) => {}
-    }
+    parts.extend(a.task());
     parts.join(" · ")
+}
+
+impl AgentView {
+    /// What it works on, as people read it: its prompt quoted, else its task.
+    pub fn task(&self) -> Option<String> {
+        match (&self.prompt, self.working_on.as_deref()) {
+            (Some(p), _) => Some(format!("\"{p}\"")),
+            (None, Some(w)) if w != "-" => Some(w.to_string()),
+            _ => None,
+        }
+    }
 }
 
 /// Correct each agent's `lock_status` where its presence is wrong (its writer killed, its locks
 /// taken over): `holding` have a lock or claim in any state, `waiters` hold a live ticket.
-fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiters: &[Waiter]) {
+pub fn settle_lock_status<'a>(
+    agents: &mut [AgentView],
+    holding: impl IntoIterator<Item = &'a str>,
+    waiters: &[Waiter],
+) {
+    let holding: HashSet<&str> = holding.into_iter().collect();
     for a in agents {
         let holds = holding.contains(a.agent.as_str());
         let waits = waiters.iter().any(|w| w.agent == a.agent);
@@ -373,19 +385,6 @@ fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiters
         }
         a.lock_status = Some(now.as_str().to_string());
     }
-}
-
-/// `settle_lock_status`, reading the claims and the queue here.
-pub fn settle_lock_status_of(
-    ws: &Workspace,
-    agents: &mut [AgentView],
-    entries: &[LockEntry],
-    cache: &mut StateCache,
-    now: &Timestamp,
-) {
-    let claims = lock::claim::judged(ws.root(), cache, now);
-    let holding = entries.iter().chain(&claims).map(|e| e.agent.as_str());
-    settle_lock_status(agents, &holding.collect(), &queue::waiters(ws.root()));
 }
 
 /// The locks an agent's presence lists in a work tree that is gone (`git worktree remove` while
@@ -590,7 +589,7 @@ pub fn collect(ws: &Workspace) -> Status {
     st.unread = unread;
     let holding = st.locks.iter().map(|l| l.agent.as_str());
     let holding = holding.chain(st.claims.iter().map(|c| c.agent.as_str()));
-    settle_lock_status(&mut st.agents, &holding.collect(), &waiters);
+    settle_lock_status(&mut st.agents, holding, &waiters);
     let trees = crate::worktree::trees(ws.root());
     let several = trees.len() > 1;
     st.shared_root = shared_root(ws.root()).display().to_string();
@@ -610,11 +609,7 @@ pub fn collect(ws: &Workspace) -> Status {
         a.holds.dedup();
         a.label = agent_label(a, several);
     }
-    let side = |t: &crate::worktree::Tree| Side {
-        worktree: t.top.display().to_string(),
-        branch: t.branch(),
-    };
-    st.worktrees = trees.iter().map(side).collect();
+    st.worktrees = trees.iter().map(Side::of).collect();
     st.branch = st.worktrees.first().and_then(|t| t.branch.clone());
     // Those waiting for their user first, in the order they started waiting (a stable sort).
     st.agents

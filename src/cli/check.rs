@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use coord::lock;
 use coord::presence::{self, StateCache, Unreadable};
-use coord::status::{AgentView, LockView, agent_view, lock_view, settle_lock_status_of};
+use coord::status::{AgentView, LockView, agent_view, lock_view, settle_lock_status};
 use coord::workspace::AgentId;
 use coord::{Error, ExitCode, clock};
 
@@ -59,7 +59,9 @@ pub fn collect(
         .filter(|p| me.is_none_or(|m| m.id() != p.id))
         .map(|p| agent_view(p, &now))
         .collect();
-    settle_lock_status_of(ws, &mut agents, &entries, &mut cache, &now);
+    let claims = lock::claim::judged(ws.root(), &mut cache, &now);
+    let holding = entries.iter().chain(&claims).map(|e| e.agent.as_str());
+    settle_lock_status(&mut agents, holding, &lock::queue::waiters(ws.root()));
     let problems = lock::problems(&entries);
     let described = problems
         .iter()

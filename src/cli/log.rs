@@ -154,9 +154,8 @@ pub fn describe_ending(x: &Ending, who: &str) -> String {
     clean(&text)
 }
 
-/// An event in words; `who` is its agent as the line names it (see [`Places::who`]).
-pub fn describe(e: &Event, who: &str) -> String {
-    let a = who;
+/// An event in words; `a` is its agent as the line names it (see [`Places::who`]).
+pub fn describe(e: &Event, a: &str) -> String {
     let f = e.file.as_deref().unwrap_or("?");
     let p = e.pattern.as_deref().unwrap_or(f);
     let s = |k: &str| e.str(k).unwrap_or("").to_string();
@@ -244,18 +243,12 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
         let Some(file) = e.file.clone().or_else(|| e.pattern.clone()) else {
             continue;
         };
-        let (w, over) = (who(&e.agent), e.event == "lock_taken_over");
+        let w = who(&e.agent);
         // Whether it ends the agent's wait for the file, whose holds of it it ends (anyone's:
         // taken over, forced), and what it starts.
         let (ends_wait, ends_holds, starts) = match e.event.as_str() {
-            "lock_taken" | "lock_taken_over" | "claim_taken" => {
-                let hold = if over {
-                    Mark::TakeOver(w)
-                } else {
-                    Mark::Hold(w)
-                };
-                (true, Some(over), Some(hold))
-            }
+            "lock_taken" | "claim_taken" => (true, Some(false), Some(Mark::Hold(w))),
+            "lock_taken_over" => (true, Some(true), Some(Mark::TakeOver(w))),
             "lock_released" | "claim_released" | "claim_lost" | "lock_lost" => {
                 (false, Some(e.extra.contains_key("forced")), None)
             }

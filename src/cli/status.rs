@@ -47,11 +47,7 @@ fn lock_note(st: &Status, l: &LockView) -> String {
         return why.clone();
     }
     let holder = st.agents.iter().find(|a| a.agent == l.agent);
-    let task = holder.and_then(|a| match (&a.prompt, a.working_on.as_deref()) {
-        (Some(p), _) => Some(format!("\"{p}\"")),
-        (None, Some(w)) if w != "-" => Some(w.to_string()),
-        _ => None,
-    });
+    let task = holder.and_then(status::AgentView::task);
     match (&l.client, task, &l.reason) {
         (Some(_), Some(task), _) | (None, Some(task), None) => task,
         (_, _, Some(reason)) => reason.clone(),
