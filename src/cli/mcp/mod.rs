@@ -4,6 +4,7 @@ mod tools;
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -201,8 +202,9 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     });
 
+    let (stop_beat, beats) = mpsc::channel::<()>();
     let beat_life = Arc::clone(&life);
-    std::thread::spawn(move || heartbeat(&beat_life, interval));
+    let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
 
     let mut server = Server::new(
         |tool, args| {
@@ -219,6 +221,8 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let why = serve(|line| server.handle_line(line));
 
     life.close(why);
+    let _ = stop_beat.send(());
+    let _ = beat_thread.join();
     signal_handle.close();
     let _ = signal_thread.join();
     Ok(ExitCode::Success)
@@ -349,13 +353,11 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<Value>) -> &'static str {
     }
 }
 
-fn heartbeat(life: &Life, interval: Duration) {
-    loop {
-        std::thread::sleep(interval);
+fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
+    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
         let host = match &*life.state() {
             Stage::Serving(host) => host.clone(),
-            Stage::Idle(_) => continue,
-            Stage::Closed => return,
+            _ => continue,
         };
         if let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session) {
             output::diag(&format!("warning: heartbeat failed: {e}"));
