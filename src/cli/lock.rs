@@ -156,13 +156,11 @@ pub fn session_owner(ctx: &Ctx) -> Option<Owner> {
 
 /// A lock taken in `client`'s session `sid` follows the client process `pid`.
 pub fn client_owner(client: Client, sid: &str, pid: u32, session: Option<String>) -> Owner {
-    let client = Some(ClientSession {
-        client: client.as_str().to_string(),
-        session: sid.to_string(),
-    });
     Owner {
-        pid,
-        session,
-        client,
+        client: Some(ClientSession {
+            client: client.as_str().to_string(),
+            session: sid.to_string(),
+        }),
+        ..Owner::process(pid, session)
     }
 }

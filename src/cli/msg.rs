@@ -118,17 +118,18 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 let (path, why) = (output::clean(&s.path), output::clean(&s.why));
                 output::diag(&format!("warning: skipped `{path}`: {why}"));
             }
-            print_list(inbox, unread, ctx);
+            let (listed, text) = list(inbox, unread, output::color_enabled());
+            ctx.emit(&listed, || text);
         }
         MsgCommand::Read { id } => {
-            let mut entry = message::read(&ws, &ctx.agent()?, &id)?;
-            let doc = read_json(&mut entry)?;
-            ctx.emit(&doc, || read_text(&entry));
+            let (doc, text) = read(message::read(&ws, &ctx.agent()?, &id)?)?;
+            ctx.emit(&doc, || text);
         }
         MsgCommand::Wait { timeout } => {
             let wait = timeout.as_deref().map(Wait::parse).transpose()?;
             let inbox = message::wait(&ws, &ctx.agent()?, wait.unwrap_or(Wait::Forever))?;
-            print_list(inbox, true, ctx);
+            let (listed, text) = list(inbox, true, output::color_enabled());
+            ctx.emit(&listed, || text);
         }
     }
     Ok(ExitCode::Success)
@@ -156,47 +157,33 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
     Ok(line.unwrap_or(&text).to_string())
 }
 
-/// A message just read, as `msg read --json` shows it: as `msg list --json` shows it (now read),
-/// with `marked_read` (whether it was unread until this read). `entry` is read from here on.
-pub fn read_json(entry: &mut InboxEntry) -> serde_json::Result<serde_json::Value> {
+/// A message just read, as `msg read --json` shows it (as `msg list --json` shows it, now read,
+/// with `marked_read`: whether it was unread until this read) and whole: `id:`, `from:`, `to:`,
+/// `time:`, a blank line, the body.
+pub fn read(mut entry: InboxEntry) -> serde_json::Result<(serde_json::Value, String)> {
     let marked_read = std::mem::replace(&mut entry.unread, false);
-    let mut doc = serde_json::to_value(&*entry)?;
+    let mut doc = serde_json::to_value(&entry)?;
     doc["marked_read"] = marked_read.into();
-    Ok(doc)
-}
-
-/// A message whole: `id:`, `from:`, `to:`, `time:`, a blank line, the body.
-pub fn read_text(entry: &InboxEntry) -> String {
     let m = &entry.message;
     let (from, time) = (output::clean(&m.from_name), output::clean(&m.time));
     let body = output::clean_block(m.body.trim_end_matches('\n'));
-    format!(
+    let text = format!(
         "id: {}\nfrom: {from}\nto: {}\ntime: {time}\n\n{body}",
         m.id, m.to
-    )
+    );
+    Ok((doc, text))
 }
 
-/// The inbox as `msg list --json` shows it (only unread messages when `only_unread`).
-pub fn list_json(mut inbox: Inbox, only_unread: bool) -> Inbox {
+/// The inbox as `msg list --json` shows it (only unread messages when `only_unread`), and as a
+/// table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.
+pub fn list(mut inbox: Inbox, only_unread: bool, color: bool) -> (Inbox, String) {
     inbox.messages.retain(|e| e.unread || !only_unread);
-    inbox
-}
-
-fn print_list(inbox: Inbox, only_unread: bool, ctx: &Ctx) {
-    let listed = list_json(inbox, only_unread);
-    let color = output::color_enabled();
-    ctx.emit(&listed, || list_text(&listed.messages, only_unread, color));
-}
-
-/// The inbox as a table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.
-pub fn list_text(shown: &[InboxEntry], only_unread: bool, color: bool) -> String {
-    if shown.is_empty() {
+    if inbox.messages.is_empty() {
         let unread = if only_unread { " unread" } else { "" };
-        return format!("No{unread} messages");
+        return (inbox, format!("No{unread} messages"));
     }
     let now = clock::now();
-    let rows = shown
-        .iter()
+    let rows = (inbox.messages.iter())
         .map(|e| {
             let m = &e.message;
             let when = clock::parse_timestamp(&m.time)
@@ -212,5 +199,6 @@ pub fn list_text(shown: &[InboxEntry], only_unread: bool, color: bool) -> String
             ]
         })
         .collect();
-    output::table(&["ID", "NEW", "FROM", "TO", "TIME", "MESSAGE"], rows, color)
+    let text = output::table(&["ID", "NEW", "FROM", "TO", "TIME", "MESSAGE"], rows, color);
+    (inbox, text)
 }

@@ -57,13 +57,11 @@ pub fn release(
     force: bool,
 ) -> Result<Vec<Release>, Error> {
     let (targets, patterns) = ws.file_args(base, files)?;
-    let mut results = Vec::new();
-    if files.is_empty() {
-        results = lock::release(ws, agent, None, force)?;
-    }
-    if !targets.is_empty() {
-        results = lock::release(ws, agent, Some(&targets[..]), force)?;
-    }
+    // No FILE: every lock of `agent`; only patterns: no file lock.
+    let mut results = match (files.is_empty(), targets.is_empty()) {
+        (false, true) => Vec::new(),
+        (all, _) => lock::release(ws, agent, (!all).then_some(&targets[..]), force)?,
+    };
     if !patterns.is_empty() {
         results.extend(lock::claim::release(ws, agent, Some(&patterns[..]), force)?);
     }

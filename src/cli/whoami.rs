@@ -1,10 +1,8 @@
 //! `coord whoami`: the agent coord would act as here, and how it knows.
 
 use clap::Args;
-use serde::Serialize;
 
 use coord::ExitCode;
-use coord::identity::ClientProcess;
 
 use super::Ctx;
 
@@ -19,51 +17,35 @@ use super::Ctx;
 #[command(verbatim_doc_comment)]
 pub struct WhoamiArgs {}
 
-/// `coord whoami --json`.
-#[derive(Debug, Default, Serialize)]
-struct Whoami {
-    agent: Option<String>,
-    /// `flag`, `env`, `session` or `none`.
-    source: &'static str,
-    /// The client, its session id, which signal named it (`process tree`, `env VAR`) and the
-    /// process locks taken here follow: for `session`.
-    client: Option<&'static str>,
-    session_id: Option<String>,
-    via: Option<String>,
-    client_process: Option<ClientProcess>,
-}
-
 pub fn run(_args: WhoamiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let me = match (ctx.agent_explicit()?, ctx.session()) {
-        (Some(a), _) => Whoami {
-            agent: Some(a.id().to_string()),
-            source: if ctx.agent_flag { "flag" } else { "env" },
-            ..Default::default()
-        },
-        (None, Some(s)) => Whoami {
-            agent: Some(s.agent.id().to_string()),
-            source: "session",
-            client: Some(s.client.as_str()),
-            session_id: Some(s.id.clone()),
-            via: Some(s.via.clone()),
-            client_process: s.process,
-        },
-        (None, None) => Whoami {
-            source: "none",
-            ..Default::default()
-        },
+    let explicit = ctx.agent_explicit()?;
+    // The session is looked up only when no agent is given.
+    let s = ctx.session();
+    let (agent, source) = match (&explicit, s) {
+        (Some(a), _) if ctx.agent_flag => (Some(a.id()), "flag"),
+        (Some(a), _) => (Some(a.id()), "env"),
+        (None, Some(s)) => (Some(s.agent.id()), "session"),
+        (None, None) => (None, "none"),
     };
-    ctx.emit(&me, || match (me.source, &me.agent) {
-        ("flag", Some(a)) => format!("{a} (from -a)"),
-        ("env", Some(a)) => format!("{a} (from COORD_AGENT)"),
-        ("session", Some(a)) => {
-            let process = me.client_process.map(|p| p.pid);
+    let doc = serde_json::json!({
+        "agent": agent,
+        "source": source,
+        "client": s.map(|s| s.client.as_str()),
+        "session_id": s.map(|s| &s.id),
+        "via": s.map(|s| &s.via),
+        "client_process": s.and_then(|s| s.process),
+    });
+    ctx.emit(&doc, || match (agent, s) {
+        (Some(a), None) if ctx.agent_flag => format!("{a} (from -a)"),
+        (Some(a), None) => format!("{a} (from COORD_AGENT)"),
+        (Some(a), Some(s)) => {
+            let process = s.process.map(|p| p.pid);
             let process = process.map(|p| format!("; its locks follow client process {p}"));
             format!(
                 "{a} (session {} of {}, from the {}{})",
-                me.session_id.as_deref().unwrap_or("?"),
-                me.client.unwrap_or("?"),
-                me.via.as_deref().unwrap_or("?"),
+                s.id,
+                s.client.as_str(),
+                s.via,
                 process.unwrap_or_default(),
             )
         }

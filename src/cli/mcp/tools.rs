@@ -134,13 +134,12 @@ impl Host {
             }
             "msg_list" => {
                 let only_unread = args.bool("unread_only")?.unwrap_or(false);
-                let listed = msg::list_json(message::try_inbox(ws, agent)?, only_unread);
-                let text = msg::list_text(&listed.messages, only_unread, false);
+                let (listed, text) = msg::list(message::try_inbox(ws, agent)?, only_unread, false);
                 done(text, &listed)
             }
             "msg_read" => {
-                let mut entry = message::read(ws, agent, args.req_str("id")?)?;
-                done(msg::read_text(&entry), &msg::read_json(&mut entry)?)
+                let (doc, text) = msg::read(message::read(ws, agent, args.req_str("id")?)?)?;
+                done(text, &doc)
             }
             "dialogue_turn" => {
                 let view = Dialogue::default_in(ws)?.snapshot()?.view();
