@@ -752,7 +752,7 @@ fn a_session_start_names_the_locks_taken_in_every_worktree() {
         .env_remove("COORD_DIR")
         .cwd(&r.main)
         .args(["hook", "claude"])
-        .stdin(&payload.to_string())
+        .stdin(payload.to_string())
         .ok();
     let reply: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
     let text = reply["hookSpecificOutput"]["additionalContext"]
