@@ -238,21 +238,27 @@ impl Serialize for RemoteStatus {
     }
 }
 
-/// What a session's start tells its agent: agents, locks, claims, reviews and dialogue only.
+/// What a session's start tells its agent: agents, the locks coord took (no walk of the tree: a
+/// session starts as fast in a repository of a million files), claims, reviews and dialogue.
 pub fn glance(ws: &Workspace) -> Status {
     Status {
         reviews: review::rules::open_reviews(ws).0,
-        ..look(ws, &clock::now()).0
+        ..look(ws, &clock::now(), false).0
     }
 }
 
 /// What both views start from: the root, the agents as their presences say, every lock (those
-/// of removed work trees included), every claim, the dialogue and the unreadable presences; and
-/// the presences, the agents' states and every lock judged.
-fn look(ws: &Workspace, now: &Timestamp) -> (Status, Vec<Presence>, StateCache, Vec<LockEntry>) {
+/// of removed work trees included; found by a `walk` too, or from the index only), every claim,
+/// the dialogue and the unreadable presences; and the presences, the agents' states and every
+/// lock judged.
+fn look(
+    ws: &Workspace,
+    now: &Timestamp,
+    walk: bool,
+) -> (Status, Vec<Presence>, StateCache, Vec<LockEntry>) {
     let (presences, unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
-    let entries = lock::scan_judged(ws, &mut cache, now);
+    let entries = lock::scan_judged(ws, &mut cache, now, walk);
     let locks = entries.iter().map(|e| lock_view(e, ws, now));
     let claims = lock::claim::judged(ws.root(), &mut cache, now);
     let st = Status {
@@ -498,7 +504,7 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
     let mut of_files = lock::locks_of_each(&targets).into_iter();
     // Every lock, only when a claim is asked about.
     let every: Vec<LockEntry> = if args.iter().any(|a| matches!(a, FileArg::Claim(_))) {
-        lock::scan_judged(ws, &mut cache, &now)
+        lock::scan_judged(ws, &mut cache, &now, true)
     } else {
         Vec::new()
     };
@@ -535,7 +541,7 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
-    let (mut st, presences, mut cache, entries) = look(ws, &now);
+    let (mut st, presences, mut cache, entries) = look(ws, &now, true);
     st.unreadable.extend(lock::unreadable(&entries, ws));
     st.unreadable.extend(lock::claim::unreadable(ws.root()));
     let waiters = queue::waiters(ws.root());

@@ -198,11 +198,15 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
 pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
     let tops = tops(ws.root());
-    let mut found = scan_folder(&tops, "");
+    let walked = scan_folder(&tops, "");
+    with_indexed(ws, &tops, walked)
+}
+
+/// `found`, with the locks coord's index names in every work tree of `tops` that it lacks.
+fn with_indexed(ws: &Workspace, tops: &[PathBuf], mut found: Vec<LockEntry>) -> Vec<LockEntry> {
     let seen: HashSet<PathBuf> = found.iter().map(|e| e.lock_path.clone()).collect();
-    // The locks coord's index names, in every work tree, where the walk did not enter.
     let indexed = index::entries(ws.root());
-    for top in &tops {
+    for top in tops {
         for (rel, agent) in &indexed {
             let path = layout::lock_file(&top.join(rel), agent);
             if !seen.contains(&path) {
@@ -292,9 +296,18 @@ fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {
     Some(e)
 }
 
-/// Every lock in the workspace, judged as of `now`.
-pub fn scan_judged(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
-    let mut entries = scan_tree(ws);
+/// Every lock in the workspace, judged as of `now`; without `walk`, only those coord's index
+/// names (every lock coord took, in every work tree: the cost grows with locks, not with files).
+pub fn scan_judged(
+    ws: &Workspace,
+    cache: &mut StateCache,
+    now: &Timestamp,
+    walk: bool,
+) -> Vec<LockEntry> {
+    let mut entries = match walk {
+        true => scan_tree(ws),
+        false => with_indexed(ws, &tops(ws.root()), Vec::new()),
+    };
     classify(ws.root(), &mut entries, cache, now);
     entries
 }

@@ -724,3 +724,44 @@ fn init_says_worktrees_made_later_get_its_files_only_once_committed() {
         .ok()
         .stdout_lacks(note);
 }
+
+/// A session starting in the main checkout is told of the locks coord took in every linked
+/// worktree, deep in the tree included, read from coord's index (a session's start does not walk
+/// the repository), and of none that were released.
+#[test]
+fn a_session_start_names_the_locks_taken_in_every_worktree() {
+    let r = repo();
+    let deep = r.b.join("src/deep/er");
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("y.rs"), "y\n").unwrap();
+    coord(&r, &r.b, "alice")
+        .args(["lock", "src/deep/er/y.rs"])
+        .ok();
+    coord(&r, &r.c, "bob").args(["lock", "a.txt"]).ok();
+    coord(&r, &r.c, "bob").args(["lock", "src/x.rs"]).ok();
+    coord(&r, &r.c, "bob").args(["unlock", "src/x.rs"]).ok();
+    let payload = serde_json::json!({
+        "hook_event_name": "SessionStart",
+        "session_id": "5e55a0b1-0000-0000-0000-000000000000",
+        "cwd": r.main,
+        "source": "startup",
+    });
+    let out = r
+        .env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(&r.main)
+        .args(["hook", "claude"])
+        .stdin(payload.to_string())
+        .ok();
+    let reply: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let text = reply["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{reply}"));
+    assert!(text.contains("src/deep/er/y.rs (held by alice"), "{text}");
+    assert!(text.contains("a.txt (held by bob"), "{text}");
+    assert!(
+        !text.contains("src/x.rs"),
+        "a released lock is gone: {text}"
+    );
+}
