@@ -355,11 +355,10 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<Value>) -> &'static str {
 
 fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
-        let host = match &*life.state() {
-            Stage::Serving(host) => host.clone(),
-            _ => continue,
-        };
-        if let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session) {
+        // Beaten under the state's lock: the clock-out waits for a beat, and no beat follows it.
+        if let Stage::Serving(host) = &*life.state()
+            && let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session)
+        {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }
     }
