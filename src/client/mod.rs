@@ -144,6 +144,12 @@ impl Wire {
         Wire::Json(file, false, Some(style), None)
     }
 
+    /// The file it writes, relative to the root.
+    pub(crate) fn file(self) -> &'static str {
+        let (Wire::Json(file, ..) | Wire::CodexToml(file) | Wire::Generated(file, _)) = self;
+        file
+    }
+
     /// Named hooks and the MCP server, in JSON with comments (Gemini CLI, Qwen Code).
     const fn settings(file: &'static str) -> Wire {
         let named = HookStyle::Claude { named: true };
@@ -245,9 +251,7 @@ impl Adapter {
 
     /// Whether `coord init` wired this client in `root`: its first file runs `coord hook NAME`.
     pub fn wired(&self, root: &Path) -> bool {
-        let (Wire::Json(file, ..) | Wire::CodexToml(file) | Wire::Generated(file, _)) =
-            self.wiring[0];
-        crate::fsutil::read_capped(&root.join(file), 16 * 1024 * 1024)
+        crate::fsutil::read_capped(&root.join(self.wiring[0].file()), 16 * 1024 * 1024)
             .ok()
             .is_some_and(|b| {
                 String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name))
