@@ -41,6 +41,16 @@ pub struct Held {
     pub released: &'static str,
 }
 
+impl Held {
+    /// `locked by HOLDER (STATE since WHEN), released WHEN`, as a refusal lists it.
+    pub fn locked_by(&self, now: &clock::Timestamp) -> String {
+        let at = self.since.as_deref().and_then(clock::parse_timestamp);
+        let since = lock::format_since(at.as_ref(), now);
+        let (holder, state, released) = (&self.holder, self.state.as_str(), self.released);
+        format!("locked by {holder} ({state} since {since}), released {released}")
+    }
+}
+
 /// How long a push's check waits for the remote's claims before it judges by the last read.
 pub const REMOTE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -268,8 +278,15 @@ fn git_names(dir: &Path, args: &[&str]) -> Result<Vec<String>> {
 }
 
 /// Of `paths` (relative to the git top folder `top`), those locked `LIVE` (or in conflict) by
-/// an agent other than `me` (by anyone when `me` is `None`).
-pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) -> Vec<Held> {
+/// an agent other than `me` (by anyone when `me` is `None`); for a `push`, also those another
+/// clone's agent claims through the remote (contract §13), as last synced and within their lease.
+pub fn held(
+    ws: &Workspace,
+    top: &Path,
+    paths: &[String],
+    me: Option<&AgentId>,
+    push: bool,
+) -> Vec<Held> {
     let now = clock::now();
     let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
     // Each path is judged in its own workspace (a repository may hold one in `repo/sub/.coord`,
@@ -300,7 +317,7 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
         }
     }
     let mut out = Vec::new();
-    let mut push = |file: &String, holder: String, e: &lock::LockEntry| {
+    let mut add = |file: &String, holder: String, e: &lock::LockEntry| {
         if e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent) {
             out.push(Held {
                 file: file.clone(),
@@ -316,7 +333,7 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
         let claims = lock::claim::judged_patterns(w.root(), cache, &now);
         for target in targets {
             for c in claims.iter().filter(|c| c.pattern.matches(&target.rel)) {
-                push(
+                add(
                     &target.rel,
                     lock::claim::holder_text(w.root(), &c.entry),
                     &c.entry,
@@ -326,37 +343,29 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
         for (target, mut entries) in targets.iter().zip(lock::locks_of_each(targets)) {
             lock::classify(w.root(), &mut entries, cache, &now);
             for e in entries {
-                push(&target.rel, e.holder().to_string(), &e);
+                add(&target.rel, e.holder().to_string(), &e);
             }
         }
     }
-    out
-}
-
-/// Of `paths`, those another clone's agent claims through the remote (contract §13), as last
-/// synced and within their lease: what a push must honour.
-pub fn remote_held(ws: &Workspace, paths: &[String]) -> Vec<Held> {
-    let Some(cfg) = crate::remote::config(ws) else {
-        return Vec::new();
-    };
-    let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-    let claims = crate::remote::claims_on(ws, &refs);
-    let mut out = Vec::new();
-    for p in paths {
-        for c in claims.iter().filter(|c| !c.stale && c.pattern.matches(p)) {
-            out.push(Held {
-                file: p.clone(),
-                holder: format!(
-                    "{} ({} `{}` through remote `{}`)",
-                    c.holder.describe(),
-                    c.kind.word(),
-                    c.pattern,
-                    cfg.remote
-                ),
-                state: LockState::Live,
-                since: Some(clock::format_timestamp(&c.since)),
-                released: "when its holder releases it or stops renewing its lease",
-            });
+    if let Some(cfg) = crate::remote::config(ws).filter(|_| push) {
+        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let claims = crate::remote::claims_on(ws, &refs);
+        for p in paths {
+            for c in claims.iter().filter(|c| !c.stale && c.pattern.matches(p)) {
+                out.push(Held {
+                    file: p.clone(),
+                    holder: format!(
+                        "{} ({} `{}` through remote `{}`)",
+                        c.holder.describe(),
+                        c.kind.word(),
+                        c.pattern,
+                        cfg.remote
+                    ),
+                    state: LockState::Live,
+                    since: Some(clock::format_timestamp(&c.since)),
+                    released: "when its holder releases it or stops renewing its lease",
+                });
+            }
         }
     }
     out

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::adopt;
-use crate::client::{COORD, Client, HookSet, HookStyle, McpStyle, PluginKind, Wire};
+use crate::client::{COORD, Client, HookSet, McpStyle, PluginKind, Wire};
 use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::init;
@@ -56,17 +56,6 @@ impl Spec {
     /// The `coord mcp` server the plugin runs, in `style`.
     fn mcp(&self, style: McpStyle) -> Value {
         style.server(&[&self.coord, "mcp", FLAG]).1
-    }
-
-    /// `{"hooks": {...}}` (with `version` in Copilot's style) for `set`, run by the plugin.
-    pub(crate) fn hooks_json(&self, set: &HookSet, style: HookStyle) -> Value {
-        let mut doc = Map::new();
-        let set: HookSet = set
-            .iter()
-            .map(|(event, matcher, cmd)| (*event, *matcher, self.command(cmd)))
-            .collect();
-        let _ = init::merge_hooks(&mut doc, "hooks/hooks.json", &set, style);
-        Value::Object(doc)
     }
 }
 
@@ -157,12 +146,20 @@ fn about(extra: Vec<Value>) -> Value {
 /// `client`'s plugin in `folder`, when coord writes one: its files, and what it is.
 fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Written)> {
     let adapter = client.adapter();
-    // The hooks as the client's project file lays them out.
+    // The hooks laid out as in the client's project file, with `version` in Copilot's style.
     let style = adapter.wiring.iter().find_map(|w| match *w {
         Wire::Json(_, _, style, _) => style,
         _ => None,
     });
-    let hooks = style.map(|style| spec.hooks_json(&adapter.hooks(), style));
+    // The hooks as the plugin runs them.
+    let set: HookSet = (adapter.hooks().into_iter())
+        .map(|(event, matcher, cmd)| (event, matcher, spec.command(&cmd)))
+        .collect();
+    let hooks = style.map(|style| {
+        let mut doc = Map::new();
+        let _ = init::merge_hooks(&mut doc, "hooks/hooks.json", &set, style);
+        Value::Object(doc)
+    });
     let version = env!("CARGO_PKG_VERSION");
     let shown = folder.display().to_string();
     let (name, dir) = (adapter.name, crate::shell::arg(&shown));

@@ -43,7 +43,7 @@ fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
     }
     paths.sort();
     paths.dedup();
-    let mut held = guard::held(ws, ws.root(), &paths, Some(me));
+    let mut held = guard::held(ws, ws.root(), &paths, Some(me), false);
     held.sort_by(|a, b| a.file.cmp(&b.file));
     held.dedup_by(|a, b| a.file == b.file);
     held

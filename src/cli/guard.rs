@@ -7,7 +7,6 @@ use clap::{Args, Subcommand};
 use coord::ExitCode;
 use coord::clock;
 use coord::guard;
-use coord::lock::format_since;
 
 use super::{Ctx, output};
 
@@ -132,7 +131,6 @@ fn check(staged: bool, revs: &[String], ctx: &Ctx) -> anyhow::Result<ExitCode> {
     } else {
         guard::changed(ctx.cwd(), revs)?
     };
-    let mut held = guard::held(&ws, &top, &paths, me.as_ref());
     if !staged && coord::remote::config(&ws).is_some() {
         // A push honours the other clones' claims as the remote holds them now; when it cannot
         // be read, as last read.
@@ -146,8 +144,8 @@ fn check(staged: bool, revs: &[String], ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 "warning: {e}; judging the push by the remote's claims as last read ({age})"
             ));
         }
-        held.extend(guard::remote_held(&ws, &paths));
     }
+    let held = guard::held(&ws, &top, &paths, me.as_ref(), !staged);
     let doc = serde_json::json!({ "checked": paths.len(), "held": held });
     if held.is_empty() {
         let n = paths.len();
@@ -166,15 +164,11 @@ fn check(staged: bool, revs: &[String], ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let s = if n == 1 { "" } else { "s" };
     let mut lines = vec![format!("{what} touches {n} file{s} another agent holds:")];
     for h in &held {
-        let at = h.since.as_deref().and_then(clock::parse_timestamp);
-        let since = format_since(at.as_ref(), &now);
-        lines.push(format!(
-            "  {}: locked by {} ({} since {since}), released {}",
-            output::clean(&h.file),
-            output::clean(&h.holder),
-            h.state.as_str(),
-            h.released
-        ));
+        lines.push(output::clean(&format!(
+            "  {}: {}",
+            h.file,
+            h.locked_by(&now)
+        )));
     }
     if mode.eq_ignore_ascii_case("warn") {
         output::diag(&format!("warning: {}", lines.join("\n")));

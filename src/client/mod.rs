@@ -9,6 +9,8 @@ pub(crate) mod payload;
 mod tools;
 mod trust;
 
+use tools::Edit;
+
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -142,6 +144,12 @@ impl Wire {
         Wire::Json(file, false, Some(style), None)
     }
 
+    /// The file it writes, relative to the root.
+    pub(crate) fn file(self) -> &'static str {
+        let (Wire::Json(file, ..) | Wire::CodexToml(file) | Wire::Generated(file, _)) = self;
+        file
+    }
+
     /// Named hooks and the MCP server, in JSON with comments (Gemini CLI, Qwen Code).
     const fn settings(file: &'static str) -> Wire {
         let named = HookStyle::Claude { named: true };
@@ -185,7 +193,7 @@ pub struct Adapter {
     pub(crate) events: &'static [(&'static str, Kind)],
     pub(crate) hooks: &'static [(&'static str, Option<&'static str>)],
     pub(crate) event_flag: bool,
-    pub(crate) edited: fn(&str, &Value) -> Option<Vec<String>>,
+    pub(crate) edits: &'static [(&'static str, Edit)],
     pub(crate) shell: fn(&str, &Value) -> Option<Shell>,
     pub(crate) render: fn(&Reply) -> Option<Value>,
     pub(crate) normalize: Option<fn(Value) -> Value>,
@@ -243,9 +251,7 @@ impl Adapter {
 
     /// Whether `coord init` wired this client in `root`: its first file runs `coord hook NAME`.
     pub fn wired(&self, root: &Path) -> bool {
-        let (Wire::Json(file, ..) | Wire::CodexToml(file) | Wire::Generated(file, _)) =
-            self.wiring[0];
-        crate::fsutil::read_capped(&root.join(file), 16 * 1024 * 1024)
+        crate::fsutil::read_capped(&root.join(self.wiring[0].file()), 16 * 1024 * 1024)
             .ok()
             .is_some_and(|b| {
                 String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name))
@@ -367,7 +373,7 @@ const BASE: Adapter = Adapter {
     events: CLAUDE_EVENTS,
     hooks: &[],
     event_flag: false,
-    edited: |_, _| None,
+    edits: &[],
     shell: |_, _| None,
     render: render_claude,
     normalize: None,
@@ -406,7 +412,10 @@ const CLAUDE: Adapter = Adapter {
         ("Stop", None),
         ("SessionEnd", None),
     ],
-    edited: tools::claude_edited,
+    edits: &[
+        ("Edit|Write|MultiEdit", Edit::Path(&["file_path"])),
+        ("NotebookEdit", Edit::Path(&["notebook_path"])),
+    ],
     shell: |t, i| tools::shell_call(t, "Bash", i, None),
     instruction_file: Some("CLAUDE.md"),
     wiring: &[Wire::hooks(".claude/settings.json", CLAUDE_STYLE), MCP_JSON],
@@ -443,7 +452,12 @@ const CODEX: Adapter = Adapter {
         ("Stop", None),
         ("SessionEnd", None),
     ],
-    edited: tools::codex_edited,
+    // Edits arrive as `apply_patch`; Claude's edit tools too, for builds that expose them.
+    edits: &[
+        ("apply_patch", Edit::PatchLines(&["command", "patch"])),
+        ("Edit|Write|MultiEdit", Edit::Path(&["file_path"])),
+        ("NotebookEdit", Edit::Path(&["notebook_path"])),
+    ],
     shell: |t, i| tools::shell_call(t, "Bash", i, Some("workdir")),
     wiring: &[
         Wire::hooks(".codex/hooks.json", CLAUDE_STYLE),
@@ -460,6 +474,9 @@ const CODEX: Adapter = Adapter {
     gate: Gate::Config(trust::codex, trust::codex_step),
     ..BASE
 };
+
+/// Where Gemini CLI's and Qwen Code's edit tools name their file.
+const GEMINI_PATH: &[&str] = &["file_path", "absolute_path", "path"];
 
 /// Gemini CLI: hooks and the MCP server in `.gemini/settings.json` (JSON with comments).
 const GEMINI: Adapter = Adapter {
@@ -482,10 +499,7 @@ const GEMINI: Adapter = Adapter {
         ("AfterAgent", None),
         ("SessionEnd", None),
     ],
-    edited: |tool, input| match tool {
-        "write_file" | "replace" => tools::path_of(input, &["file_path", "absolute_path", "path"]),
-        _ => None,
-    },
+    edits: &[("write_file|replace", Edit::Path(GEMINI_PATH))],
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("dir_path")),
     render: render_gemini,
     instruction_file: Some("GEMINI.md"),
@@ -526,7 +540,18 @@ const COPILOT: Adapter = Adapter {
         ("sessionEnd", None),
     ],
     event_flag: true,
-    edited: tools::copilot_edited,
+    // `str_replace_editor` writes but for `view`.
+    edits: &[
+        (
+            "edit|create",
+            Edit::Path(&["path", "file_path", "filePath"]),
+        ),
+        (
+            "str_replace_editor",
+            Edit::Viewable(&["path", "file_path", "filePath"]),
+        ),
+        ("apply_patch", Edit::Patch(&["input", "patch", "command"])),
+    ],
     shell: |t, i| tools::shell_call(t, "bash", i, None),
     render: |reply| match reply {
         Reply::Deny(reason) => Some(json!({
@@ -570,13 +595,8 @@ const QWEN: Adapter = Adapter {
         ("Stop", None),
         ("SessionEnd", None),
     ],
-    edited: |tool, input| match tool {
-        // `replace` is the old name of `edit`, still accepted by Qwen Code.
-        "write_file" | "edit" | "replace" => {
-            tools::path_of(input, &["file_path", "absolute_path", "path"])
-        }
-        _ => None,
-    },
+    // `replace` is the old name of `edit`, still accepted by Qwen Code.
+    edits: &[("write_file|edit|replace", Edit::Path(GEMINI_PATH))],
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("directory")),
     instruction_file: Some("QWEN.md"),
     wiring: &[Wire::settings(".qwen/settings.json")],
@@ -606,7 +626,10 @@ const OPENCODE: Adapter = Adapter {
         ("session.idle", Kind::Stop),
         ("session.deleted", Kind::SessionEnd),
     ],
-    edited: tools::opencode_edited,
+    edits: &[
+        ("write|edit", Edit::Path(&["filePath", "file_path", "path"])),
+        ("apply_patch", Edit::Patch(&["patchText", "patch", "input"])),
+    ],
     shell: |t, i| tools::shell_call(t, "bash", i, Some("workdir")),
     render: render_plugin,
     wiring: &[
@@ -638,7 +661,10 @@ const CLINE: Adapter = Adapter {
         ("afterRun", Kind::Stop),
         ("sessionShutdown", Kind::SessionEnd),
     ],
-    edited: tools::cline_edited,
+    edits: &[
+        ("editor", Edit::Path(&["path", "file_path", "filePath"])),
+        ("apply_patch", Edit::Patch(&["input", "patch", "patchText"])),
+    ],
     shell: tools::cline_shell,
     render: render_plugin,
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
@@ -681,20 +707,16 @@ const CURSOR: Adapter = Adapter {
         ("stop", None),
         ("sessionEnd", None),
     ],
-    edited: |tool, input| match tool {
-        "Write" | "Edit" | "StrReplace" | "MultiEdit" | "Delete" | "EditNotebook"
-        | "NotebookEdit" => tools::path_of(
-            input,
-            &[
-                "file_path",
-                "path",
-                "target_file",
-                "target_notebook",
-                "notebook_path",
-            ],
-        ),
-        _ => None,
-    },
+    edits: &[(
+        "Write|Edit|StrReplace|MultiEdit|Delete|EditNotebook|NotebookEdit",
+        Edit::Path(&[
+            "file_path",
+            "path",
+            "target_file",
+            "target_notebook",
+            "notebook_path",
+        ]),
+    )],
     shell: |t, i| tools::shell_call(t, tools::CURSOR_SHELL, i, Some("working_directory")),
     // Cursor reads JSON from every hook; `{}` changes nothing.
     render: |reply| {
@@ -742,10 +764,7 @@ const WINDSURF: Adapter = Adapter {
         ("post_run_command", None),
         ("post_cascade_response", None),
     ],
-    edited: |tool, input| match tool {
-        tools::WINDSURF_WRITE => tools::path_of(input, &["file_path"]),
-        _ => None,
-    },
+    edits: &[(tools::WINDSURF_WRITE, Edit::Path(&["file_path"]))],
     shell: |t, i| tools::shell_call(t, tools::WINDSURF_RUN, i, None),
     // Cascade reads no JSON: a denial is exit status 2 with the reason on stderr.
     render: |_| None,
@@ -889,9 +908,10 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         .or_else(|| value.get("toolArgs"))
         .unwrap_or(&Value::Null);
     let (files, shell) = match (kind, &tool) {
-        (Kind::BeforeTool | Kind::AfterTool, Some(t)) => {
-            ((adapter.edited)(t, input), (adapter.shell)(t, input))
-        }
+        (Kind::BeforeTool | Kind::AfterTool, Some(t)) => (
+            tools::edited(adapter.edits, t, input),
+            (adapter.shell)(t, input),
+        ),
         _ => (None, None),
     };
     Ok(HookCall {

@@ -14,11 +14,6 @@ pub const WINDSURF_WRITE: &str = "write_code";
 /// See [`WINDSURF_WRITE`].
 pub const WINDSURF_RUN: &str = "run_command";
 
-/// The one file named under the first of `keys` that holds a string (none: an empty list).
-pub fn path_of(input: &Value, keys: &[&str]) -> Option<Vec<String>> {
-    Some(str_field(&args_object(input), keys).into_iter().collect())
-}
-
 /// The shell call of a tool named `name`: the command under `command`, the folder under `dir_key`.
 pub fn shell_call(tool: &str, name: &str, input: &Value, dir_key: Option<&str>) -> Option<Shell> {
     if tool != name {
@@ -37,71 +32,35 @@ pub fn shell_call(tool: &str, name: &str, input: &Value, dir_key: Option<&str>) 
     })
 }
 
-/// The patch text of an `apply_patch` call: the raw string sent, else the first of `keys`.
-fn patch_paths(input: &Value, keys: &[&str]) -> Vec<String> {
-    let text = match (args_object(input), input) {
-        (Value::Null, Value::String(text)) => text.clone(),
-        (args, _) => str_field(&args, keys).unwrap_or_default(),
+/// How an edit tool names the files it writes: the first string under one of the keys (`Path`;
+/// `Viewable`: none when its `command` is `view`), or the paths of a patch: the first string
+/// under one of the keys (`Patch`; `PatchLines`: whatever the first key present holds, a string
+/// or its lines), else the raw string sent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Edit {
+    Path(&'static [&'static str]),
+    Viewable(&'static [&'static str]),
+    Patch(&'static [&'static str]),
+    PatchLines(&'static [&'static str]),
+}
+
+/// The files a call of `tool` edits, as `edits` (tool names joined by `|`) say; `None`: the
+/// tool edits nothing.
+pub(crate) fn edited(edits: &[(&str, Edit)], tool: &str, input: &Value) -> Option<Vec<String>> {
+    let (_, edit) = edits
+        .iter()
+        .find(|(names, _)| names.split('|').any(|n| n == tool))?;
+    let args = args_object(input);
+    let text = match *edit {
+        Edit::Viewable(_) if args["command"] == "view" => return None,
+        Edit::Path(keys) | Edit::Viewable(keys) => {
+            return Some(str_field(&args, keys).into_iter().collect());
+        }
+        Edit::Patch(keys) => str_field(&args, keys),
+        Edit::PatchLines(keys) => keys.iter().find_map(|k| args.get(*k)).and_then(lines),
     };
-    patch::paths(&text)
-}
-
-/// Claude Code's edit tools: `Edit`, `Write`, `MultiEdit` (older installs), `NotebookEdit`.
-pub fn claude_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
-    match tool {
-        "Edit" | "Write" | "MultiEdit" => path_of(input, &["file_path"]),
-        "NotebookEdit" => path_of(input, &["notebook_path"]),
-        _ => None,
-    }
-}
-
-/// Codex: every path of an `apply_patch`; Claude's edit tools too, for builds that expose them.
-pub fn codex_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
-    if tool != "apply_patch" {
-        return claude_edited(tool, input);
-    }
-    let input = match (args_object(input), input) {
-        (Value::Null, Value::String(s)) => return Some(patch::paths(s)),
-        (v, _) => v,
-    };
-    let text = input.get("command").or_else(|| input.get("patch"));
-    Some(patch::paths(&text.and_then(lines).unwrap_or_default()))
-}
-
-/// Copilot CLI: `edit`, `create`, `str_replace_editor` (all but `view` write), `apply_patch`.
-pub fn copilot_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
-    let keys = &["path", "file_path", "filePath"];
-    match tool {
-        "edit" | "create" => path_of(input, keys),
-        "str_replace_editor" => match str_field(&args_object(input), &["command"]).as_deref() {
-            Some("view") => None,
-            _ => path_of(input, keys),
-        },
-        "apply_patch" => Some(patch_paths(input, &["input", "patch", "command"])),
-        _ => None,
-    }
-}
-
-/// OpenCode: `write`, `edit` and `apply_patch` (its paths relative to the folder).
-pub fn opencode_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
-    match tool {
-        "write" | "edit" => path_of(input, &["filePath", "file_path", "path"]),
-        "apply_patch" => Some(patch::paths(
-            &str_field(&args_object(input), &["patchText", "patch", "input"])
-                .or_else(|| input.as_str().map(str::to_string))
-                .unwrap_or_default(),
-        )),
-        _ => None,
-    }
-}
-
-/// Cline: `editor` and `apply_patch` (its input a patch, as a string or under `input`).
-pub fn cline_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
-    match tool {
-        "editor" => path_of(input, &["path", "file_path", "filePath"]),
-        "apply_patch" => Some(patch_paths(input, &["input", "patch", "patchText"])),
-        _ => None,
-    }
+    let text = text.or_else(|| input.as_str().map(str::to_string));
+    Some(patch::paths(&text.unwrap_or_default()))
 }
 
 /// Cline's `run_commands`: each of its `commands` runs in the workspace, read as one script.

@@ -216,12 +216,8 @@ fn before_shell(
                 ("pushes", paths)
             }
         };
-        let mut held = guard::held(ws, &top, &paths, Some(agent));
-        if what == "pushes" {
-            // The other clones' claims as last synced (a hook never waits on the network).
-            held.extend(guard::remote_held(ws, &paths));
-        }
-        for held in held {
+        // For a push, the other clones' claims as last synced (a hook never waits on the network).
+        for held in guard::held(ws, &top, &paths, Some(agent), what == "pushes") {
             if !refused.iter().any(|(_, h)| h.file == held.file) {
                 refused.push((what, held));
             }
@@ -233,16 +229,7 @@ fn before_shell(
     let now = clock::now();
     let list: Vec<String> = refused
         .iter()
-        .map(|(what, h)| {
-            let since = shelledit::since_text(h.since.as_deref(), &now);
-            format!(
-                "it {what} `{}`, locked by {} ({} since {since}), released {}",
-                h.file,
-                h.holder,
-                h.state.as_str(),
-                h.released
-            )
-        })
+        .map(|(what, h)| format!("it {what} `{}`, {}", h.file, h.locked_by(&now)))
         .collect();
     let first = &refused[0].1;
     Ok(Reply::Deny(format!(

@@ -49,31 +49,20 @@ pub struct Removal {
     dirs: Vec<String>,
 }
 
-/// How coord reads and edits a file it wires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A file coord wires: a client's, as its [`Wire`] writes it, or a text with coord's block
+/// between two marker lines.
+#[derive(Debug, Clone, Copy)]
 enum FileKind {
-    /// A JSON object (with comments).
-    Json,
-    Toml,
-    /// Text with coord's block between two marker lines.
-    Text {
-        begin: &'static str,
-        end: &'static str,
-    },
-    /// A file coord generates whole (a client plugin), known by the marker it holds.
-    Generated,
+    Wire(Wire),
+    Text(&'static str, &'static str),
 }
 
 /// The files `clients` wire (relative to the root), with their kind: theirs, then the texts.
 fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
     let wires = clients.iter().flat_map(|c| c.adapter().wiring);
-    let wires = wires.map(|w| match *w {
-        Wire::Json(file, ..) => (file, FileKind::Json),
-        Wire::CodexToml(file) => (file, FileKind::Toml),
-        Wire::Generated(file, _) => (file, FileKind::Generated),
-    });
+    let wires = wires.map(|w| (w.file(), FileKind::Wire(*w)));
     let texts = texts(clients).into_iter();
-    let texts = texts.map(|(file, begin, end, _)| (file, FileKind::Text { begin, end }));
+    let texts = texts.map(|(file, begin, end, _)| (file, FileKind::Text(begin, end)));
     wires.chain(texts).collect()
 }
 
@@ -110,17 +99,17 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         let text = String::from_utf8(bytes).map_err(|_| not_utf8(&file))?;
         let shared = kept.contains(&path);
         let stripped = match kind {
-            FileKind::Text { .. } if shared => continue,
-            FileKind::Text { begin, end } => {
+            FileKind::Text(..) if shared => continue,
+            FileKind::Text(begin, end) => {
                 strip_block(&text, begin, end).map_err(|l| unterminated(&file, begin, end, l))?
             }
-            FileKind::Json => {
+            FileKind::Wire(Wire::Json(..)) => {
                 strip_json(&text, &names, !shared).map_err(|why| invalid(&file, "JSON", why))?
             }
             // A file coord generated whole (a client's plugin) goes whole, if it is still coord's.
-            FileKind::Generated if text.contains(MARKER) => None,
-            FileKind::Generated => continue,
-            FileKind::Toml => {
+            FileKind::Wire(Wire::Generated(..)) if text.contains(MARKER) => None,
+            FileKind::Wire(Wire::Generated(..)) => continue,
+            FileKind::Wire(Wire::CodexToml(_)) => {
                 strip_toml(&text, !shared).map_err(|why| invalid(&file, "TOML", why))?
             }
         };
@@ -250,11 +239,14 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
 /// Whether the file cut down to `stripped` says what `before` said (`None`: no file).
 fn equivalent(kind: FileKind, stripped: Option<&str>, before: Option<&str>) -> bool {
     let (s, b) = (stripped.unwrap_or_default(), before.unwrap_or_default());
+    let same = |value: fn(Option<&str>) -> Option<Value>| {
+        value(stripped).map(pruned) == value(before).map(pruned)
+    };
     match kind {
-        FileKind::Text { .. } => s.trim_end() == b.trim_end(),
-        FileKind::Json => json_value(stripped).map(pruned) == json_value(before).map(pruned),
-        FileKind::Toml => toml_value(stripped).map(pruned) == toml_value(before).map(pruned),
-        FileKind::Generated => stripped == before,
+        FileKind::Text(..) => s.trim_end() == b.trim_end(),
+        FileKind::Wire(Wire::Json(..)) => same(json_value),
+        FileKind::Wire(Wire::CodexToml(_)) => same(toml_value),
+        FileKind::Wire(Wire::Generated(..)) => stripped == before,
     }
 }
 
