@@ -74,7 +74,11 @@ impl RunEnd {
     /// it, 127 when it was not found, 126 when it could not be executed (as shells do).
     pub fn status(&self) -> u8 {
         match self {
-            RunEnd::Ended(s) => crate::session::exit_code_of(s.code(), s.signal()) as u8,
+            RunEnd::Ended(s) => match (s.code(), s.signal()) {
+                (Some(c), _) => c as u8,
+                (None, Some(sig)) => (128 + sig) as u8,
+                (None, None) => 1,
+            },
             RunEnd::NotStarted(e) if e.kind() == io::ErrorKind::NotFound => 127,
             RunEnd::NotStarted(_) => 126,
         }
