@@ -33,8 +33,6 @@ pub struct Ending {
     pub left: bool,
     /// What it waits for its user for, when the ending leaves it waiting (not when it left).
     pub waits: Option<String>,
-    /// How many events it stands for.
-    pub events: usize,
 }
 
 /// Events in, lines out: each event is pushed as it comes; an ending is given out once it is
@@ -93,7 +91,6 @@ impl Endings {
         }
         let mut ending = Ending {
             first: events[0].clone(),
-            events: events.len(),
             ..Ending::default()
         };
         for e in &events {
@@ -159,7 +156,6 @@ mod tests {
         assert_eq!(end.released, ["a.rs", "b.rs"]);
         assert!(end.left);
         assert_eq!(end.waits, None);
-        assert_eq!(end.events, 5);
         assert!(matches!(&lines[2], Item::One(e) if e.agent == "d"));
         // Another agent's event in the middle: read in the order written.
         let lines = fold(vec![
