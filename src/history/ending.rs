@@ -113,10 +113,7 @@ impl Endings {
 /// `events` (oldest first) as the lines a person reads.
 pub fn fold(events: impl IntoIterator<Item = Event>) -> Vec<Item> {
     let mut endings = Endings::default();
-    let mut lines: Vec<Item> = Vec::new();
-    for e in events {
-        lines.extend(endings.push(e));
-    }
+    let mut lines: Vec<Item> = events.into_iter().flat_map(|e| endings.push(e)).collect();
     lines.extend(endings.finish());
     lines
 }

@@ -250,7 +250,12 @@ fn parse_size(text: &str) -> Option<u64> {
 /// Append `event` to the history at `root`, naming the process's client and session unless it
 /// names its own. Best effort: a failure is kept for [`take_warning`], never returned.
 pub fn record(root: &Path, mut event: Event) {
-    if acts(&event.event) {
+    // The agent acted, so it no longer waits for its user: not by the waits themselves, a crash
+    // found by another session, nor a release (a turn's end releases, then waits).
+    if !matches!(
+        event.event.as_str(),
+        "needs_user" | "user_answered" | "agent_crashed" | "lock_released" | "claim_released"
+    ) {
         let _ = needs::forget(root, &event.agent);
     }
     if std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
@@ -276,16 +281,6 @@ pub fn record(root: &Path, mut event: Event) {
             format!("the history was not written (the command itself went through): {e}")
         });
     }
-}
-
-/// Whether an event of this kind is its agent acting, so it no longer waits for its user. Not
-/// the waits themselves, a crash found by another session, nor a release (a turn's end
-/// releases, then waits).
-fn acts(event: &str) -> bool {
-    !matches!(
-        event,
-        "needs_user" | "user_answered" | "agent_crashed" | "lock_released" | "claim_released"
-    )
 }
 
 fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
