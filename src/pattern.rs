@@ -163,15 +163,11 @@ impl Pattern {
     pub fn overlaps(&self, other: &Pattern) -> bool {
         // Leading segments without wildcards on both sides must be equal: most pairs of claims
         // (and a claim and a path) part there, without the walk below.
-        for (a, b) in self.segs.iter().zip(&other.segs) {
-            match (a, b) {
-                (Seg::One(x), Seg::One(y)) if is_literal(x) && is_literal(y) => {
-                    if x != y {
-                        return false;
-                    }
-                }
-                _ => break,
-            }
+        let literal = |s: &Seg| matches!(s, Seg::One(toks) if is_literal(toks));
+        let mut pairs =
+            (self.segs.iter().zip(&other.segs)).take_while(|(a, b)| literal(a) && literal(b));
+        if pairs.any(|(a, b)| a != b) {
+            return false;
         }
         meet(&self.segs, &other.segs, &Seg::Deep, &|x, y| match (x, y) {
             (Seg::One(x), Seg::One(y)) if is_literal(x) && is_literal(y) => x == y,
@@ -184,14 +180,12 @@ impl Pattern {
     /// the first segment has a wildcard).
     pub fn literal_prefix(&self) -> String {
         let folders = &self.segs[..self.segs.len().saturating_sub(1)];
+        let char = |t: &Tok| match t {
+            Tok::Lit(c) => Some(*c),
+            _ => None,
+        };
         let literal = |s: &Seg| match s {
-            Seg::One(toks) => toks
-                .iter()
-                .map(|t| match t {
-                    Tok::Lit(c) => Some(*c),
-                    _ => None,
-                })
-                .collect::<Option<String>>(),
+            Seg::One(toks) => toks.iter().map(char).collect::<Option<String>>(),
             Seg::Deep => None,
         };
         let names: Vec<String> = folders.iter().map_while(literal).collect();
