@@ -12,8 +12,7 @@ pub use needs::{NeedsUser, needs_user, set_needs_user};
 pub use read::{Filter, Position, Tail, read, since, trim};
 
 use std::path::Path;
-use std::sync::Mutex;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};

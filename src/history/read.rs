@@ -345,8 +345,7 @@ mod tests {
             assert_eq!(f(&[folder], &[]).keeps(&e), keeps, "{folder}");
         }
         let lock = Event::new(Kind::LockTaken, "a").file("src/auth/x.rs");
-        let mut claim = Event::new(Kind::ClaimReleased, "a");
-        claim.pattern = Some("src/auth/**".into());
+        let claim = Event::new(Kind::ClaimReleased, "a").pattern("src/auth/**");
         for (pattern, e, keeps) in [
             ("src/**", &lock, true),
             ("src/*/x.rs", &lock, true),
