@@ -49,8 +49,7 @@ pub enum Kind {
     ClaimTaken,
     /// A claim was released.
     ClaimReleased,
-    /// A claim published on the remote was found taken over there (its lease lapsed while
-    /// this clone did not renew it): given back here.
+    /// A claim published on the remote was found taken over there (its lease lapsed): given back.
     ClaimLost,
     /// A lock shared on the remote (`--share`) was found taken over there: given back here.
     LockLost,
