@@ -63,17 +63,15 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
     let mut agents: BTreeSet<String> = presences.iter().map(|p| p.id.clone()).collect();
     agents.extend(rows.iter().map(|r| r.partner_name.clone()));
     for agent in agents {
-        let finished = match presences.iter().find(|p| p.id == agent) {
-            Some(p) => match p.state(&now) {
-                AgentState::Finished => true,
-                AgentState::Active => false,
-                AgentState::Inactive => p
-                    .heartbeat()
-                    .is_none_or(|h| clock::age(&now, &h) > GONE_AFTER),
-            },
-            // Rows only: a partner whose presence is already gone.
-            None => true,
-        };
+        // No presence (rows only): a partner whose presence is already gone.
+        let presence = presences.iter().find(|p| p.id == agent);
+        let finished = presence.is_none_or(|p| match p.state(&now) {
+            AgentState::Finished => true,
+            AgentState::Active => false,
+            AgentState::Inactive => {
+                (p.heartbeat()).is_none_or(|h| clock::age(&now, &h) > GONE_AFTER)
+            }
+        });
         if !finished || busy.contains(&agent) {
             out.kept.push(agent);
             continue;
