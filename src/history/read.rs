@@ -46,11 +46,8 @@ impl Filter {
         });
         // A claim's event: its pattern against the claims asked about.
         about_file
-            || (!self.patterns.is_empty()
-                && e.pattern
-                    .as_deref()
-                    .and_then(|p| Pattern::parse(p).ok())
-                    .is_some_and(|q| self.patterns.iter().any(|p| p.overlaps(&q))))
+            || (e.pattern.as_deref().and_then(|p| Pattern::parse(p).ok()))
+                .is_some_and(|q| self.patterns.iter().any(|p| p.overlaps(&q)))
     }
 }
 
