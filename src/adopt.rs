@@ -46,14 +46,10 @@ pub fn adopt(root: &Path, prepare: impl FnOnce() -> Result<()>) -> Result<()> {
 /// Whether the repository whose git folder is `repository` turned coord off: its `config`
 /// sets `coord.enabled` to a git false (`false`, `no`, `off`, `0`, empty).
 pub fn switched_off(repository: &Path) -> bool {
-    match crate::gitconfig::file_value(&repository.join("config"), "coord", "enabled") {
-        Some(Some(value)) => matches!(
-            value.to_ascii_lowercase().as_str(),
-            "false" | "no" | "off" | "0" | ""
-        ),
-        // Not set, or a bare `enabled` (true).
-        _ => false,
-    }
+    // Not set, or a bare `enabled` (true): on.
+    let value = crate::gitconfig::file_value(&repository.join("config"), "coord", "enabled");
+    let value = value.flatten().map(|v| v.to_ascii_lowercase());
+    matches!(value.as_deref(), Some("false" | "no" | "off" | "0" | ""))
 }
 
 /// Add coord's block to `<repository>/info/exclude`, best effort (`None`: left as it is); a git
