@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::Result;
 use crate::fsutil;
 use crate::layout;
 use crate::textblock;
@@ -38,7 +38,7 @@ pub fn adopt(root: &Path, prepare: impl FnOnce() -> Result<()>) -> Result<()> {
     prepare()?;
     // A file that cannot be written, or holds a block with no end, is left as it is.
     for repository in std::iter::once(&repository).chain(&submodules(&repository)) {
-        let _ = exclude(repository);
+        exclude(repository);
     }
     fsutil::replace_durable(&marker, b"*\n")
 }
@@ -46,51 +46,34 @@ pub fn adopt(root: &Path, prepare: impl FnOnce() -> Result<()>) -> Result<()> {
 /// Whether the repository whose git folder is `repository` turned coord off: its `config`
 /// sets `coord.enabled` to a git false (`false`, `no`, `off`, `0`, empty).
 pub fn switched_off(repository: &Path) -> bool {
-    match crate::gitconfig::file_value(&repository.join("config"), "coord", "enabled") {
-        Some(Some(value)) => matches!(
-            value.to_ascii_lowercase().as_str(),
-            "false" | "no" | "off" | "0" | ""
-        ),
-        // Not set, or a bare `enabled` (true).
-        _ => false,
-    }
+    // Not set, or a bare `enabled` (true): on.
+    let value = crate::gitconfig::file_value(&repository.join("config"), "coord", "enabled");
+    let value = value.flatten().map(|v| v.to_ascii_lowercase());
+    matches!(value.as_deref(), Some("false" | "no" | "off" | "0" | ""))
 }
 
-/// Add coord's block to `<repository>/info/exclude`; a git folder that is not there (gone
-/// since it was found) is never made.
-fn exclude(repository: &Path) -> Result<()> {
+/// Add coord's block to `<repository>/info/exclude`, best effort (`None`: left as it is); a git
+/// folder that is not there (gone since it was found) is never made.
+fn exclude(repository: &Path) -> Option<()> {
     let info = repository.join("info");
     let path = info.join("exclude");
     let old = match fsutil::read_capped(&path, IGNORE_CAP) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).at("read", &path),
+        Err(_) => return None,
     };
-    let new = textblock::with_block(
-        &old,
-        layout::IGNORE_BEGIN,
-        layout::IGNORE_END,
-        &layout::GITIGNORE_LINES.join("\n"),
-    )
-    .map_err(|line| {
-        Error::bad_input(format!(
-            "`{}`: coord's block starts at line {line} but has no `{}`; mend or delete it",
-            path.display(),
-            layout::IGNORE_END
-        ))
-    })?;
+    let lines = layout::GITIGNORE_LINES.join("\n");
+    let new = textblock::with_block(&old, layout::IGNORE_BEGIN, layout::IGNORE_END, &lines).ok()?;
     if new != old {
         // One `mkdir`, which fails where the git folder itself is gone.
         match fsutil::raw::create_dir(&info) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                return Err(e).at("create folder", &info);
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(()),
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return None,
             _ => {}
         }
-        fsutil::replace_durable(&path, new.as_bytes())?;
+        fsutil::replace_durable(&path, new.as_bytes()).ok()?;
     }
-    Ok(())
+    Some(())
 }
 
 /// The git folders of the submodules of the repository at `common`, at any depth below its

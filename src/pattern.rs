@@ -163,15 +163,11 @@ impl Pattern {
     pub fn overlaps(&self, other: &Pattern) -> bool {
         // Leading segments without wildcards on both sides must be equal: most pairs of claims
         // (and a claim and a path) part there, without the walk below.
-        for (a, b) in self.segs.iter().zip(&other.segs) {
-            match (a, b) {
-                (Seg::One(x), Seg::One(y)) if is_literal(x) && is_literal(y) => {
-                    if x != y {
-                        return false;
-                    }
-                }
-                _ => break,
-            }
+        let literal = |s: &Seg| matches!(s, Seg::One(toks) if is_literal(toks));
+        let mut pairs =
+            (self.segs.iter().zip(&other.segs)).take_while(|(a, b)| literal(a) && literal(b));
+        if pairs.any(|(a, b)| a != b) {
+            return false;
         }
         meet(&self.segs, &other.segs, &Seg::Deep, &|x, y| match (x, y) {
             (Seg::One(x), Seg::One(y)) if is_literal(x) && is_literal(y) => x == y,
@@ -184,14 +180,12 @@ impl Pattern {
     /// the first segment has a wildcard).
     pub fn literal_prefix(&self) -> String {
         let folders = &self.segs[..self.segs.len().saturating_sub(1)];
+        let char = |t: &Tok| match t {
+            Tok::Lit(c) => Some(*c),
+            _ => None,
+        };
         let literal = |s: &Seg| match s {
-            Seg::One(toks) => toks
-                .iter()
-                .map(|t| match t {
-                    Tok::Lit(c) => Some(*c),
-                    _ => None,
-                })
-                .collect::<Option<String>>(),
+            Seg::One(toks) => toks.iter().map(char).collect::<Option<String>>(),
             Seg::Deep => None,
         };
         let names: Vec<String> = folders.iter().map_while(literal).collect();
@@ -257,21 +251,6 @@ fn parse_class(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
             ranges.push((lo, lo));
         }
     }
-    // No wildcard matches `/`: it is taken out of every range.
-    let ranges = ranges
-        .into_iter()
-        .flat_map(|(lo, hi)| {
-            if lo <= '/' && '/' <= hi {
-                [
-                    (lo < '/').then_some((lo, '.')),
-                    (hi > '/').then_some(('0', hi)),
-                ]
-            } else {
-                [Some((lo, hi)), None]
-            }
-        })
-        .flatten()
-        .collect();
     Ok((Tok::Class { ranges, negated }, i))
 }
 
@@ -309,56 +288,30 @@ fn is_literal(toks: &[Tok]) -> bool {
     toks.iter().all(|t| matches!(t, Tok::Lit(_)))
 }
 
-/// The characters one token stands for, as sorted disjoint ranges (`None`: every character
-/// but `/`, less the ranges given as negated).
-fn ranges_of(t: &Tok) -> (Vec<(char, char)>, bool) {
-    match t {
-        Tok::Lit(c) => (vec![(*c, *c)], false),
-        Tok::Any | Tok::Star => (vec![('/', '/')], true),
-        Tok::Class { ranges, negated } => (ranges.clone(), *negated),
-    }
+/// Whether the one-character token `t` stands for the character `c` (never `/`).
+fn takes(t: &Tok, c: u32) -> bool {
+    let within = |&(lo, hi): &(char, char)| lo as u32 <= c && c <= hi as u32;
+    c != '/' as u32
+        && match t {
+            Tok::Lit(l) => *l as u32 == c,
+            Tok::Any | Tok::Star => true,
+            Tok::Class { ranges, negated } => ranges.iter().any(within) != *negated,
+        }
 }
 
-/// Whether two one-character tokens share a character (never `/`).
+/// Whether two one-character tokens share a character: the least one they share, if any, starts
+/// a range, follows one's end or `/`, or is the first character.
 fn chars_meet(a: &Tok, b: &Tok) -> bool {
-    let (ra, na) = ranges_of(a);
-    let (rb, nb) = ranges_of(b);
-    let slash = ('/', '/');
-    match (na, nb) {
-        // Both exclude a finite set from an infinite alphabet.
-        (true, true) => true,
-        (false, false) => {
-            ra.iter()
-                .any(|&(l1, h1)| rb.iter().any(|&(l2, h2)| l1.max(l2) <= h1.min(h2)))
-                && !(ra == vec![slash] || rb == vec![slash])
-        }
-        (false, true) => some_outside(&ra, &rb),
-        (true, false) => some_outside(&rb, &ra),
-    }
-}
-
-/// Whether some character of `pos` is in none of `neg` and is not `/`.
-fn some_outside(pos: &[(char, char)], neg: &[(char, char)]) -> bool {
-    let mut neg = neg.to_vec();
-    neg.push(('/', '/'));
-    neg.sort();
-    pos.iter().any(|&(lo, hi)| {
-        // Walk from lo upward over the covering ranges.
-        let mut at = lo as u32;
-        for &(nl, nh) in &neg {
-            if (nh as u32) < at {
-                continue;
-            }
-            if (nl as u32) > at {
-                break;
-            }
-            at = nh as u32 + 1;
-            if at > hi as u32 {
-                return false;
-            }
-        }
-        at <= hi as u32
-    })
+    let bounds = |t: &Tok| match t {
+        Tok::Lit(c) => vec![*c as u32],
+        Tok::Class { ranges, .. } => (ranges.iter())
+            .flat_map(|&(lo, hi)| [lo as u32, hi as u32 + 1])
+            .collect(),
+        Tok::Any | Tok::Star => Vec::new(),
+    };
+    let mut at = [bounds(a), bounds(b)].concat();
+    at.extend([0, '0' as u32]);
+    at.into_iter().any(|c| takes(a, c) && takes(b, c))
 }
 
 #[cfg(test)]

@@ -316,8 +316,10 @@ pub fn write_over(
     let lock_status = update.lock_status.map(|s| s.as_str().to_string());
     rec.set("lock_status", pick(lock_status, "lock_status", "FREE"));
     if let Some(old) = old {
-        for (k, v) in old.record.extras(&SEED_KEYS) {
-            rec.set(k, v);
+        for (k, v) in old.record.entries() {
+            if !SEED_KEYS.iter().any(|n| n.eq_ignore_ascii_case(k)) {
+                rec.set(k, v);
+            }
         }
     }
     for (k, v) in &update.extras {

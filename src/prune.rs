@@ -51,8 +51,10 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
     let (presences, _) = presence::scan(root);
     let (rows, _) = stamp::scan(root);
     // Whoever holds a lock file or stands in a queue is kept, whatever its presence says.
+    let queues = read_dir(&layout::queue_root(&shared));
+    let waiter = |t: PathBuf| Some(layout::parse_ticket(t.file_name()?.to_str()?)?.1.to_owned());
     let mut busy: BTreeSet<String> = lock::scan_tree(ws).into_iter().map(|e| e.agent).collect();
-    busy.extend(queue_agents(root));
+    busy.extend(queues.iter().flat_map(|q| read_dir(q)).filter_map(waiter));
     for r in &rows {
         if r.status == RowStatus::Online && r.crash_reason(&now).is_none() {
             busy.insert(r.partner_name.clone());
@@ -61,17 +63,15 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
     let mut agents: BTreeSet<String> = presences.iter().map(|p| p.id.clone()).collect();
     agents.extend(rows.iter().map(|r| r.partner_name.clone()));
     for agent in agents {
-        let finished = match presences.iter().find(|p| p.id == agent) {
-            Some(p) => match p.state(&now) {
-                AgentState::Finished => true,
-                AgentState::Active => false,
-                AgentState::Inactive => p
-                    .heartbeat()
-                    .is_none_or(|h| clock::age(&now, &h) > GONE_AFTER),
-            },
-            // Rows only: a partner whose presence is already gone.
-            None => true,
-        };
+        // No presence (rows only): a partner whose presence is already gone.
+        let presence = presences.iter().find(|p| p.id == agent);
+        let finished = presence.is_none_or(|p| match p.state(&now) {
+            AgentState::Finished => true,
+            AgentState::Active => false,
+            AgentState::Inactive => {
+                (p.heartbeat()).is_none_or(|h| clock::age(&now, &h) > GONE_AFTER)
+            }
+        });
         if !finished || busy.contains(&agent) {
             out.kept.push(agent);
             continue;
@@ -113,11 +113,17 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
         }
     }
     if !crate::lock::queue::keeps_folders(root) {
-        for dir in empty_queue_dirs(root) {
-            if !dry_run {
-                fsutil::raw::remove_empty_dir(&dir);
+        for dir in &queues {
+            let queue = dir.file_name().and_then(|n| n.to_str());
+            if queue.is_some_and(|n| n.starts_with("q-"))
+                && std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
+                && read_dir(dir).is_empty()
+            {
+                if !dry_run {
+                    fsutil::raw::remove_empty_dir(dir);
+                }
+                out.removed.extend(ws.rel(dir));
             }
-            out.removed.extend(ws.rel(&dir));
         }
     }
     // Entries of coord's index of locks whose lock file is gone (removed by hand, or with its
@@ -127,27 +133,6 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
     drop(_mutex);
     out.history_events = history::trim(root, dry_run)?;
     Ok(out)
-}
-
-/// Agents with a ticket in any wait queue.
-fn queue_agents(root: &Path) -> BTreeSet<String> {
-    let queues = read_dir(&layout::queue_root(&shared_root(root)));
-    let tickets = queues.iter().flat_map(|q| read_dir(q));
-    let agent = |t: PathBuf| Some(layout::parse_ticket(t.file_name()?.to_str()?)?.1.to_owned());
-    tickets.filter_map(agent).collect()
-}
-
-fn empty_queue_dirs(root: &Path) -> Vec<PathBuf> {
-    read_dir(&layout::queue_root(&shared_root(root)))
-        .into_iter()
-        .filter(|d| {
-            d.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("q-"))
-                && std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
-                && read_dir(d).is_empty()
-        })
-        .collect()
 }
 
 fn read_dir(dir: &Path) -> Vec<PathBuf> {

@@ -65,14 +65,6 @@ impl Record {
         &self.entries
     }
 
-    /// Entries whose key is not one of `known` (case-insensitive), in order.
-    pub fn extras<'a>(&'a self, known: &'a [&str]) -> impl Iterator<Item = (&'a str, &'a str)> {
-        self.entries
-            .iter()
-            .filter(|(k, _)| !known.iter().any(|n| n.eq_ignore_ascii_case(k)))
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-    }
-
     /// The file text: `key: value\n` per entry.
     pub fn render(&self) -> String {
         self.entries

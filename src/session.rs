@@ -1,5 +1,5 @@
-//! The protocol side of `coord session`: the child's environment, how often the session beats,
-//! and how a child's end becomes an exit status. Supervising the child is the binary's job.
+//! The protocol side of `coord session`: the child's environment and how often the session
+//! beats. Supervising the child is the binary's job.
 
 use std::time::Duration;
 
@@ -57,13 +57,4 @@ pub fn child_env(
         (SESSION_ENV, session_id.to_string()),
         (SESSION_PID_ENV, pid.to_string()),
     ]
-}
-
-/// How a child ended, as a shell reports it: its exit code, or 128 + the signal that killed it.
-pub fn exit_code_of(code: Option<i32>, signal: Option<i32>) -> i32 {
-    match (code, signal) {
-        (Some(c), _) => c,
-        (None, Some(s)) => 128 + s,
-        (None, None) => 1,
-    }
 }

@@ -9,8 +9,7 @@ use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::lock::backup;
-use crate::lock::{self, ClientSession, Fence, LockEvent};
+use crate::lock::{self, ClientSession, Fence, LockEvent, backup};
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::{process_lock, with_own_lock};

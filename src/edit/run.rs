@@ -6,8 +6,8 @@ use std::ffi::OsString;
 use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
 use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::{Command, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,7 +74,11 @@ impl RunEnd {
     /// it, 127 when it was not found, 126 when it could not be executed (as shells do).
     pub fn status(&self) -> u8 {
         match self {
-            RunEnd::Ended(s) => crate::session::exit_code_of(s.code(), s.signal()) as u8,
+            RunEnd::Ended(s) => match (s.code(), s.signal()) {
+                (Some(c), _) => c as u8,
+                (None, Some(sig)) => (128 + sig) as u8,
+                (None, None) => 1,
+            },
             RunEnd::NotStarted(e) if e.kind() == io::ErrorKind::NotFound => 127,
             RunEnd::NotStarted(_) => 126,
         }
@@ -99,7 +103,13 @@ pub fn run(
     let Some((program, args)) = req.command.split_first() else {
         return Err(Error::bad_input("no command to run"));
     };
-    let (reason, runs_in) = (reason(program), req.runs_in.clone());
+    // Waiters are told the program's file name.
+    let name = Path::new(program)
+        .file_name()
+        .unwrap_or(program.as_os_str())
+        .to_string_lossy();
+    let name: String = name.chars().filter(|c| !c.is_control()).take(60).collect();
+    let (reason, runs_in) = (format!("coord run {name}"), req.runs_in.clone());
     let lock_req = LockRequest {
         claims: req.claims.clone(),
         ..super::process_lock(&req.agent, &req.targets, req.wait, &reason, true, runs_in)
@@ -143,7 +153,20 @@ pub fn run(
     }
     on_event(RunEvent::Locked(&got));
 
-    let end = supervise(ws, req, (program, args), &signals);
+    // CMD runs as the agent, its presence beating (best effort: a failure only risks staleness).
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .env(AGENT_ENV, req.agent.name())
+        .env(DIR_ENV, ws.root())
+        .current_dir(&req.dir);
+    let beat = &mut || {
+        if let Ok(_mutex) = ws.lock_mutex() {
+            let _ = presence::write(ws.root(), &req.agent, &presence::Update::default());
+        }
+    };
+    let end = start_forwarding(&mut command, &signals, (HEARTBEAT_EVERY, beat), false)
+        .at("wait for", Path::new(program));
     let released = release();
     let end = end?;
     let lost = released?
@@ -152,39 +175,6 @@ pub fn run(
         .map(|r| r.file)
         .collect();
     Ok(RunOutcome { end, lost })
-}
-
-/// What waiters are told the holder is doing: the program's file name.
-fn reason(program: &OsString) -> String {
-    let name = std::path::Path::new(program)
-        .file_name()
-        .unwrap_or(program.as_os_str())
-        .to_string_lossy();
-    let name: String = name.chars().filter(|c| !c.is_control()).take(60).collect();
-    format!("coord run {name}")
-}
-
-/// Start CMD as the agent, its presence beating while it runs.
-fn supervise(
-    ws: &Workspace,
-    req: &RunRequest,
-    (program, args): (&OsString, &[OsString]),
-    signals: &Signals,
-) -> Result<RunEnd> {
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .env(AGENT_ENV, req.agent.name())
-        .env(DIR_ENV, ws.root())
-        .current_dir(&req.dir);
-    // Best effort: a failure only risks staleness later.
-    let beat = &mut || {
-        if let Ok(_mutex) = ws.lock_mutex() {
-            let _ = presence::write(ws.root(), &req.agent, &presence::Update::default());
-        }
-    };
-    start_forwarding(&mut command, signals, (HEARTBEAT_EVERY, beat), false)
-        .at("wait for", std::path::Path::new(program))
 }
 
 /// Start `command` and wait for it, forwarding the signals `signals` catches and calling `beat`

@@ -8,8 +8,7 @@ use serde::Serialize;
 use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::lock;
-use crate::lock::backup;
+use crate::lock::{self, backup};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// The result of a committed write.

@@ -33,8 +33,6 @@ pub struct Ending {
     pub left: bool,
     /// What it waits for its user for, when the ending leaves it waiting (not when it left).
     pub waits: Option<String>,
-    /// How many events it stands for.
-    pub events: usize,
 }
 
 /// Events in, lines out: each event is pushed as it comes; an ending is given out once it is
@@ -93,7 +91,6 @@ impl Endings {
         }
         let mut ending = Ending {
             first: events[0].clone(),
-            events: events.len(),
             ..Ending::default()
         };
         for e in &events {
@@ -116,10 +113,7 @@ impl Endings {
 /// `events` (oldest first) as the lines a person reads.
 pub fn fold(events: impl IntoIterator<Item = Event>) -> Vec<Item> {
     let mut endings = Endings::default();
-    let mut lines: Vec<Item> = Vec::new();
-    for e in events {
-        lines.extend(endings.push(e));
-    }
+    let mut lines: Vec<Item> = events.into_iter().flat_map(|e| endings.push(e)).collect();
     lines.extend(endings.finish());
     lines
 }
@@ -159,7 +153,6 @@ mod tests {
         assert_eq!(end.released, ["a.rs", "b.rs"]);
         assert!(end.left);
         assert_eq!(end.waits, None);
-        assert_eq!(end.events, 5);
         assert!(matches!(&lines[2], Item::One(e) if e.agent == "d"));
         // Another agent's event in the middle: read in the order written.
         let lines = fold(vec![

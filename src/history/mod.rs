@@ -12,8 +12,7 @@ pub use needs::{NeedsUser, needs_user, set_needs_user};
 pub use read::{Filter, Position, Tail, read, since, trim};
 
 use std::path::Path;
-use std::sync::Mutex;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -50,8 +49,7 @@ pub enum Kind {
     ClaimTaken,
     /// A claim was released.
     ClaimReleased,
-    /// A claim published on the remote was found taken over there (its lease lapsed while
-    /// this clone did not renew it): given back here.
+    /// A claim published on the remote was found taken over there (its lease lapsed): given back.
     ClaimLost,
     /// A lock shared on the remote (`--share`) was found taken over there: given back here.
     LockLost,
@@ -250,7 +248,12 @@ fn parse_size(text: &str) -> Option<u64> {
 /// Append `event` to the history at `root`, naming the process's client and session unless it
 /// names its own. Best effort: a failure is kept for [`take_warning`], never returned.
 pub fn record(root: &Path, mut event: Event) {
-    if acts(&event.event) {
+    // The agent acted, so it no longer waits for its user: not by the waits themselves, a crash
+    // found by another session, nor a release (a turn's end releases, then waits).
+    if !matches!(
+        event.event.as_str(),
+        "needs_user" | "user_answered" | "agent_crashed" | "lock_released" | "claim_released"
+    ) {
         let _ = needs::forget(root, &event.agent);
     }
     if std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
@@ -276,16 +279,6 @@ pub fn record(root: &Path, mut event: Event) {
             format!("the history was not written (the command itself went through): {e}")
         });
     }
-}
-
-/// Whether an event of this kind is its agent acting, so it no longer waits for its user. Not
-/// the waits themselves, a crash found by another session, nor a release (a turn's end
-/// releases, then waits).
-fn acts(event: &str) -> bool {
-    !matches!(
-        event,
-        "needs_user" | "user_answered" | "agent_crashed" | "lock_released" | "claim_released"
-    )
 }
 
 fn append(root: &Path, line: &[u8]) -> crate::Result<()> {

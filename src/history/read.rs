@@ -46,11 +46,8 @@ impl Filter {
         });
         // A claim's event: its pattern against the claims asked about.
         about_file
-            || (!self.patterns.is_empty()
-                && e.pattern
-                    .as_deref()
-                    .and_then(|p| Pattern::parse(p).ok())
-                    .is_some_and(|q| self.patterns.iter().any(|p| p.overlaps(&q))))
+            || (e.pattern.as_deref().and_then(|p| Pattern::parse(p).ok()))
+                .is_some_and(|q| self.patterns.iter().any(|p| p.overlaps(&q)))
     }
 }
 
@@ -345,8 +342,7 @@ mod tests {
             assert_eq!(f(&[folder], &[]).keeps(&e), keeps, "{folder}");
         }
         let lock = Event::new(Kind::LockTaken, "a").file("src/auth/x.rs");
-        let mut claim = Event::new(Kind::ClaimReleased, "a");
-        claim.pattern = Some("src/auth/**".into());
+        let claim = Event::new(Kind::ClaimReleased, "a").pattern("src/auth/**");
         for (pattern, e, keeps) in [
             ("src/**", &lock, true),
             ("src/*/x.rs", &lock, true),
