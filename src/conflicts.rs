@@ -3,9 +3,7 @@
 //! cleanly, so that a human sees a conflict while the agents still work, not at merge time.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -220,40 +218,14 @@ impl Git {
             self.timed_out = true;
             return None;
         }
-        let mut child = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .env_remove("GIT_INDEX_FILE")
-            .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let mut out = child.stdout.take()?;
-        let reader = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = out.read_to_end(&mut buf);
-            buf
-        });
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if Instant::now() < self.deadline => {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    self.timed_out = true;
-                    break None;
-                }
+        match crate::remote::git::run_with(dir, args, env, None, self.deadline) {
+            Ok(ran) => Some((ran.code, ran.stdout)),
+            Err(crate::remote::git::Failed::Timeout) => {
+                self.timed_out = true;
+                None
             }
-        };
-        // Out of time: the reader is left behind (a child of git may still hold the pipe).
-        Some((status?.code(), reader.join().unwrap_or_default()))
+            Err(crate::remote::git::Failed::Spawn(_)) => None,
+        }
     }
 
     fn line(&mut self, dir: &Path, args: &[&str]) -> Option<String> {

@@ -89,8 +89,20 @@ pub(crate) fn run(
     input: Option<Vec<u8>>,
     deadline: Instant,
 ) -> Result<Ran, Failed> {
+    run_with(dir, args, &[], input, deadline)
+}
+
+/// [`run`] with the variables `env` set on top of the clean environment.
+pub(crate) fn run_with(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    input: Option<Vec<u8>>,
+    deadline: Instant,
+) -> Result<Ran, Failed> {
     let mut child = command(dir)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
         .stdin(if input.is_some() {
             Stdio::piped()
         } else {

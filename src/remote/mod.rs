@@ -72,7 +72,7 @@
 
 mod claims;
 mod clones;
-mod git;
+pub(crate) mod git;
 pub mod record;
 pub mod state;
 mod sync;
