@@ -150,7 +150,8 @@ fn before_edit(
     let now = clock::now();
     if targets.iter().all(|t| {
         renewed_lately(t, agent, owner, &now)
-            && lock::try_locks_of(t).is_ok_and(|found| found.iter().all(|e| e.agent == agent.id()))
+            && lock::try_locks_each(std::slice::from_ref(t))
+                .is_ok_and(|found| found.iter().flatten().all(|e| e.agent == agent.id()))
     }) {
         return heartbeat(ws, agent, false).map(|()| Reply::Allow);
     }

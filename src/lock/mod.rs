@@ -40,7 +40,7 @@ pub use remote_claim::{
 pub(crate) use scan::folder_listings;
 pub(crate) use scan::join_roster;
 use scan::{list_locks_each, own_locks_listed};
-pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};
+pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_each, unreadable};
 use takeover::take_over;
 
 /// What this clone's agents edit now (`working_on` on the remote): their indexed locks, sorted.
