@@ -156,7 +156,7 @@ fn before_edit(
         return heartbeat(ws, agent, false).map(|()| Reply::Allow);
     }
     let req = request(agent, call, targets.to_vec(), wait, true, owner);
-    match lock::acquire(ws, &req, &mut |_| {}) {
+    match lock::acquire(ws, &req, &lock::Reach::HERE, &mut |_| {}) {
         Ok(_) => {
             // Another clone's agent editing one of them: allowed, and the agent is told.
             let paths: Vec<&str> = targets.iter().map(|t| t.rel.as_str()).collect();
@@ -424,7 +424,7 @@ fn renew(
         return Ok(());
     }
     let req = request(agent, call, mine, Duration::ZERO, false, owner);
-    lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
+    lock::acquire(ws, &req, &lock::Reach::HERE, &mut |_| {}).map(|_| ())
 }
 
 /// Whether `agent`'s lock on `target` was written within [`FRESH`] for the same owner.

@@ -176,19 +176,16 @@ pub fn release_tokens(
     Ok(out)
 }
 
-/// Which claims a release gives back.
+/// Which claims a release gives back: all ours, ours on patterns (with `force` STALE ones of
+/// others), ours by (pattern, token).
 pub(super) enum Which<'a> {
-    /// Every claim of ours.
     All,
-    /// Ours on these patterns, with `force` (the flag) STALE ones of others.
     Patterns(&'a [Pattern], bool),
-    /// Ours with these (pattern, token), by compare-and-delete.
     Tokens(&'a [(String, String)]),
 }
 
-/// Release here only, under the mutex: `.coord/claims` rewritten without the claims released
-/// (the records without a pattern kept); `record`: in the history. With the records released
-/// that were published on the remote.
+/// Release here only (`record`: in the history), with the records released that were published
+/// on the remote.
 pub(super) fn release_here(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -256,7 +253,6 @@ pub(super) fn release_here(
     Ok((out, marked))
 }
 
-/// Whether claim `e` is `me`'s on `pattern` with `token`.
 fn is_ours(e: &LockEntry, me: &str, pattern: &str, token: &str) -> bool {
     e.agent == me && e.file == pattern && e.token() == Some(token)
 }

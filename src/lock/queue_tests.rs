@@ -42,7 +42,7 @@ fn request(who: &str, targets: Vec<Target>) -> LockRequest {
 }
 
 fn acquire(ws: &Workspace, req: &LockRequest) -> crate::Result<lock::Acquisition> {
-    lock::acquire(ws, req, &mut |_| {})
+    lock::acquire(ws, req, &lock::Reach::HERE, &mut |_| {})
 }
 
 #[test]

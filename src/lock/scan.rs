@@ -58,7 +58,6 @@ thread_local! {
     static LISTINGS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// How many folders the lock listings of this thread listed so far.
 #[cfg(test)]
 pub(crate) fn folder_listings() -> usize {
     LISTINGS.with(std::cell::Cell::get)

@@ -189,17 +189,9 @@ enum Attempt {
     Fenced,
 }
 
-/// Acquire all of `req.targets` or none, waiting as `req.wait` allows, nothing on the remote.
+/// Acquire all of `req.targets` or none, waiting as `req.wait` allows, publishing what `reach`
+/// says on the remote claims are shared through (§13; [`Reach::HERE`]: nothing there).
 pub fn acquire(
-    ws: &Workspace,
-    req: &LockRequest,
-    on_event: &mut dyn FnMut(&LockEvent),
-) -> Result<Acquisition> {
-    acquire_shared(ws, req, &Reach::HERE, on_event)
-}
-
-/// [`acquire`], publishing what `reach` says on the remote claims are shared through (§13).
-pub fn acquire_shared(
     ws: &Workspace,
     req: &LockRequest,
     reach: &Reach,
@@ -352,22 +344,18 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
 struct Tries<'a> {
     ws: &'a Workspace,
     req: &'a LockRequest,
-    /// The targets, sorted, each once.
     targets: &'a [Target],
     policy: Policy,
     started: Instant,
     deadline: Deadline,
     may_wait: bool,
-    /// How we sleep between tries.
     waits: Waits,
     /// Our tickets in the queue, left if the acquire ends without the lock (see `Drop`).
     tickets: Option<Tickets>,
     /// What the user was last told stands in the way (`None`: not told we wait yet).
     told: Option<Blocker>,
-    /// When our tickets were last kept alive.
     last_touch: Instant,
     mine: Mine,
-    /// Told what is worth telling the user.
     on_event: &'a mut dyn FnMut(&LockEvent),
 }
 
