@@ -25,7 +25,7 @@ pub use acquire::{
     Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
     TakeOver, acquire, format_since, seen_holder, working_text,
 };
-pub use index::entries as indexed;
+pub use index::{entries as indexed, forget_gone};
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
     Fence, Release, ReleaseOutcome, holds_fence, own_fence, own_token, release, release_all,
@@ -248,18 +248,6 @@ const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests;
-
-/// Forget the index's entries whose lock file is gone (`dry_run`: only say which): their paths.
-pub fn forget_gone(root: &Path, dry_run: bool) -> Vec<PathBuf> {
-    (index::gone(root).into_iter())
-        .map(|(rel, agent)| {
-            if !dry_run {
-                index::forget(root, &rel, &agent);
-            }
-            crate::layout::held_entry(&crate::worktree::shared_root(root), &rel, &agent).0
-        })
-        .collect()
-}
 
 /// Take a stale lock over: it is renamed aside, re-read and compared with what was judged stale;
 /// only an unchanged record is dropped (then its index entry), a refreshed one is put back.
