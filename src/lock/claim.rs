@@ -104,11 +104,6 @@ pub fn judged_patterns(root: &Path, cache: &mut StateCache, now: &Timestamp) -> 
     all.into_iter().map(with_pattern).collect()
 }
 
-/// Judge one claim read by [`read_for`] as of `now` (LIVE or STALE).
-pub fn judge(root: &Path, c: &mut Judged, cache: &mut StateCache, now: &Timestamp) {
-    classify(root, std::slice::from_mut(&mut c.entry), cache, now);
-}
-
 /// Rewrite `.coord/claims` to hold exactly `records`, in their order. Caller holds the mutex.
 pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
     let path = layout::claims_file(&crate::worktree::shared_root(root));

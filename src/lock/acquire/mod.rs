@@ -332,7 +332,7 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
         (claims.iter_mut())
             .filter(|c| c.entry.agent != me && c.pattern.matches(&t.rel))
             .find_map(|c| {
-                super::claim::judge(root, c, &mut cache, &now);
+                super::classify(root, std::slice::from_mut(&mut c.entry), &mut cache, &now);
                 (c.entry.state != super::LockState::Stale)
                     .then(|| blocker::claim_blocker(root, c, &t.rel, &now))
             })
