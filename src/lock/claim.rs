@@ -171,16 +171,14 @@ pub fn release_tokens(
     Ok(out)
 }
 
-/// Which claims a release gives back: all ours, ours on patterns (with `force` STALE ones of
-/// others), ours by (pattern, token).
+/// Which claims a release gives back: all ours, on patterns (`force`: STALE ones too), by token.
 pub(super) enum Which<'a> {
     All,
     Patterns(&'a [Pattern], bool),
     Tokens(&'a [(String, String)]),
 }
 
-/// Release here only (`record`: in the history), with the records released that were published
-/// on the remote.
+/// Release here only (`record`: in the history), with what was published on the remote.
 pub(super) fn release_here(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
