@@ -14,8 +14,6 @@ mod events;
 mod index;
 mod judge;
 pub mod queue;
-#[cfg(test)]
-mod queue_tests;
 mod release;
 mod remote_claim;
 pub mod renewal;
