@@ -80,9 +80,7 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129.
     super::stop_on_signals()?;
-    let got = WaitProgress::during(wait, ctx.quiet, |on| {
-        lock::acquire_shared(&ws, &req, &reach, on)
-    })?;
+    let got = WaitProgress::during(wait, ctx.quiet, |on| lock::acquire(&ws, &req, &reach, on))?;
     if got.acquired.iter().any(|a| a.remote.is_some()) {
         super::remote::start_renewer(&ws);
     }

@@ -45,7 +45,7 @@ pub(crate) fn with_own_lock<T>(
     if let Some(fence) = lock::own_fence(target, &req.agent) {
         return Ok((op(&fence, false)?, None));
     }
-    let got = lock::acquire(ws, req, on_event)?;
+    let got = lock::acquire(ws, req, &lock::Reach::HERE, on_event)?;
     let Some(acquired) = got.acquired.into_iter().next() else {
         return Err(Error::Failed {
             message: format!("the lock on `{}` was not reported", target.rel),

@@ -117,7 +117,9 @@ pub fn run(
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.
     let signals = Signals::listen().at("listen for signals in", ws.root())?;
-    let got = lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e)))?;
+    let got = lock::acquire(ws, &lock_req, &lock::Reach::HERE, &mut |e| {
+        on_event(RunEvent::Lock(e))
+    })?;
     let held: Vec<(Target, String)> = got
         .acquired
         .iter()

@@ -150,12 +150,13 @@ fn before_edit(
     let now = clock::now();
     if targets.iter().all(|t| {
         renewed_lately(t, agent, owner, &now)
-            && lock::try_locks_of(t).is_ok_and(|found| found.iter().all(|e| e.agent == agent.id()))
+            && lock::try_locks_each(std::slice::from_ref(t))
+                .is_ok_and(|found| found.iter().flatten().all(|e| e.agent == agent.id()))
     }) {
         return heartbeat(ws, agent, false).map(|()| Reply::Allow);
     }
     let req = request(agent, call, targets.to_vec(), wait, true, owner);
-    match lock::acquire(ws, &req, &mut |_| {}) {
+    match lock::acquire(ws, &req, &lock::Reach::HERE, &mut |_| {}) {
         Ok(_) => {
             // Another clone's agent editing one of them: allowed, and the agent is told.
             let paths: Vec<&str> = targets.iter().map(|t| t.rel.as_str()).collect();
@@ -410,7 +411,7 @@ fn renew(
         return Ok(());
     }
     let req = request(agent, call, mine, Duration::ZERO, false, owner);
-    lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
+    lock::acquire(ws, &req, &lock::Reach::HERE, &mut |_| {}).map(|_| ())
 }
 
 /// Whether `agent`'s lock on `target` was written within [`FRESH`] for the same owner.

@@ -25,7 +25,6 @@ pub fn write(root: &Path, target: &Target) -> Result<Option<String>> {
     Ok(Some(rel(target)))
 }
 
-/// Where `target`'s backup is, relative to the root.
 fn rel(target: &Target) -> String {
     format!("{}{}", target.rel, layout::BACKUP_SUFFIX)
 }
@@ -35,7 +34,6 @@ pub fn existing(target: &Target) -> Option<String> {
     regular(&layout::backup(&target.abs)).then(|| rel(target))
 }
 
-/// Whether `path` is a regular file (not through a link).
 fn regular(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }

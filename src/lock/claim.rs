@@ -104,11 +104,6 @@ pub fn judged_patterns(root: &Path, cache: &mut StateCache, now: &Timestamp) -> 
     all.into_iter().map(with_pattern).collect()
 }
 
-/// Judge one claim read by [`read_for`] as of `now` (LIVE or STALE).
-pub fn judge(root: &Path, c: &mut Judged, cache: &mut StateCache, now: &Timestamp) {
-    classify(root, std::slice::from_mut(&mut c.entry), cache, now);
-}
-
 /// Rewrite `.coord/claims` to hold exactly `records`, in their order. Caller holds the mutex.
 pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
     let path = layout::claims_file(&crate::worktree::shared_root(root));
@@ -155,78 +150,10 @@ pub fn release(
     patterns: Option<&[Pattern]>,
     force: bool,
 ) -> Result<Vec<Release>> {
-    let (mut out, marked) = release_here(ws, agent, patterns, force)?;
+    let which = patterns.map_or(Which::All, |p| Which::Patterns(p, force));
+    let (mut out, marked) = release_here(ws, agent, which, true)?;
     remote_claim::release(ws, agent, &marked, &mut out);
     Ok(out)
-}
-
-/// [`release`] here only, with the records released that were published on the remote.
-pub(super) fn release_here(
-    ws: &Workspace,
-    agent: &crate::workspace::AgentId,
-    patterns: Option<&[Pattern]>,
-    force: bool,
-) -> Result<(Vec<Release>, Vec<Marked>)> {
-    let root = ws.root();
-    if patterns.is_none() && !layout::claims_file(&crate::worktree::shared_root(root)).exists() {
-        return Ok((Vec::new(), Vec::new()));
-    }
-    let _mutex = ws.lock_mutex()?;
-    let (mut all, others) = read_all(root)?;
-    classify(root, &mut all, &mut StateCache::default(), &clock::now());
-    let me = agent.id();
-    let mut gone = vec![false; all.len()];
-    let mut marked = Vec::new();
-    let mut out = Vec::new();
-    let Some(list) = patterns else {
-        for i in (0..all.len()).filter(|&i| all[i].agent == me) {
-            let outcome = ours(&all, i, &mut gone, &mut marked);
-            out.push(Release::new(&all[i].file, true, outcome));
-        }
-        return finish(root, agent, (&all, &gone, others), out, marked, true);
-    };
-    for p in list {
-        let same: Vec<usize> = (0..all.len())
-            .filter(|&i| all[i].file == p.as_str())
-            .collect();
-        let outcome = match super::release::verdict(&same, |&i| &all[i], me, force) {
-            Ok(j) => ours(&all, same[j], &mut gone, &mut marked),
-            Err(forced @ ReleaseOutcome::ForcedStale { .. }) => {
-                same.iter().for_each(|&i| gone[i] = true);
-                forced
-            }
-            Err(other) => other,
-        };
-        out.push(Release::new(p.as_str(), true, outcome));
-    }
-    finish(root, agent, (&all, &gone, others), out, marked, true)
-}
-
-/// Our claim `all[i]` is released (it goes, and is marked if published on the remote).
-fn ours(all: &[LockEntry], i: usize, gone: &mut [bool], marks: &mut Vec<Marked>) -> ReleaseOutcome {
-    gone[i] = true;
-    marks.extend(Marked::of(&all[i], true));
-    ReleaseOutcome::Released
-}
-
-/// Rewrite `.coord/claims` without the claims `gone` (and `others` kept); record `out` if `record`.
-fn finish(
-    root: &Path,
-    agent: &crate::workspace::AgentId,
-    (all, gone, mut records): (&[LockEntry], &[bool], Vec<String>),
-    out: Vec<Release>,
-    marked: Vec<Marked>,
-    record: bool,
-) -> Result<(Vec<Release>, Vec<Marked>)> {
-    if gone.iter().any(|g| *g) {
-        let keep = (all.iter().zip(gone)).filter(|(_, g)| !**g);
-        records.extend(keep.map(|(e, _)| raw_text(e)));
-        write_all(root, &records)?;
-    }
-    if record {
-        super::events::released(root, agent, &out);
-    }
-    Ok((out, marked))
 }
 
 /// Release `agent`'s claims `(pattern, token)` by compare-and-delete, keeping the records without
@@ -237,34 +164,97 @@ pub fn release_tokens(
     held: &[(String, String)],
     record: bool,
 ) -> Result<Vec<Release>> {
-    if held.is_empty() {
-        return Ok(Vec::new());
-    }
-    let root = ws.root();
-    let mutex = ws.lock_mutex()?;
-    let (all, others) = read_all(root)?;
-    let mut gone = vec![false; all.len()];
-    let mut out = Vec::with_capacity(held.len());
-    let mut marked = Vec::new();
-    for (pattern, token) in held {
-        let found = (0..all.len()).find(|&i| {
-            !gone[i]
-                && all[i].agent == agent.id()
-                && all[i].file == *pattern
-                && all[i].token() == Some(token.as_str())
-        });
-        let outcome = match found {
-            Some(i) => ours(&all, i, &mut gone, &mut marked),
-            None => ReleaseOutcome::Lost,
-        };
-        out.push(Release::new(pattern, true, outcome));
-    }
-    let (mut out, marked) = finish(root, agent, (&all, &gone, others), out, marked, record)?;
-    drop(mutex);
+    let (mut out, marked) = release_here(ws, agent, Which::Tokens(held), record)?;
     if record {
         remote_claim::release(ws, agent, &marked, &mut out);
     }
     Ok(out)
+}
+
+/// Which claims a release gives back: all ours, on patterns (`force`: STALE ones too), by token.
+pub(super) enum Which<'a> {
+    All,
+    Patterns(&'a [Pattern], bool),
+    Tokens(&'a [(String, String)]),
+}
+
+/// Release here only (`record`: in the history), with what was published on the remote.
+pub(super) fn release_here(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    which: Which<'_>,
+    record: bool,
+) -> Result<(Vec<Release>, Vec<Marked>)> {
+    let root = ws.root();
+    let nothing = match which {
+        Which::All => !layout::claims_file(&crate::worktree::shared_root(root)).exists(),
+        Which::Tokens(held) => held.is_empty(),
+        Which::Patterns(..) => false,
+    };
+    if nothing {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let _mutex = ws.lock_mutex()?;
+    let (mut all, mut records) = read_all(root)?;
+    let me = agent.id();
+    let mut gone = vec![false; all.len()];
+    let (mut out, mut marked) = (Vec::new(), Vec::new());
+    match which {
+        Which::All => {
+            for i in (0..all.len()).filter(|&i| all[i].agent == me) {
+                let outcome = ours(&all, i, &mut gone, &mut marked);
+                out.push(Release::new(&all[i].file, true, outcome));
+            }
+        }
+        Which::Patterns(list, force) => {
+            classify(root, &mut all, &mut StateCache::default(), &clock::now());
+            for p in list {
+                let same: Vec<usize> = (0..all.len())
+                    .filter(|&i| all[i].file == p.as_str())
+                    .collect();
+                let outcome = match super::release::verdict(&same, |&i| &all[i], me, force) {
+                    Ok(j) => ours(&all, same[j], &mut gone, &mut marked),
+                    Err(forced @ ReleaseOutcome::ForcedStale { .. }) => {
+                        same.iter().for_each(|&i| gone[i] = true);
+                        forced
+                    }
+                    Err(other) => other,
+                };
+                out.push(Release::new(p.as_str(), true, outcome));
+            }
+        }
+        Which::Tokens(held) => {
+            for (pattern, token) in held {
+                let found =
+                    (0..all.len()).find(|&i| !gone[i] && is_ours(&all[i], me, pattern, token));
+                let outcome = match found {
+                    Some(i) => ours(&all, i, &mut gone, &mut marked),
+                    None => ReleaseOutcome::Lost,
+                };
+                out.push(Release::new(pattern, true, outcome));
+            }
+        }
+    }
+    if gone.iter().any(|g| *g) {
+        let keep = (all.iter().zip(&gone)).filter(|(_, g)| !**g);
+        records.extend(keep.map(|(e, _)| raw_text(e)));
+        write_all(root, &records)?;
+    }
+    if record {
+        super::events::released(root, agent, &out);
+    }
+    Ok((out, marked))
+}
+
+fn is_ours(e: &LockEntry, me: &str, pattern: &str, token: &str) -> bool {
+    e.agent == me && e.file == pattern && e.token() == Some(token)
+}
+
+/// Our claim `all[i]` is released (it goes, and is marked if published on the remote).
+fn ours(all: &[LockEntry], i: usize, gone: &mut [bool], marks: &mut Vec<Marked>) -> ReleaseOutcome {
+    gone[i] = true;
+    marks.extend(Marked::of(&all[i], true));
+    ReleaseOutcome::Released
 }
 
 /// Add `keys` to our claims `held` (pattern, token), under the mutex; those not found returned.
@@ -282,9 +272,8 @@ pub(super) fn mark(
     let mut found = vec![false; held.len()];
     let mut records = others;
     for e in &all {
-        let ours = held.iter().position(|(pattern, token)| {
-            e.agent == agent.id() && e.file == *pattern && e.token() == Some(token.as_str())
-        });
+        let ours =
+            (held.iter()).position(|(pattern, token)| is_ours(e, agent.id(), pattern, token));
         match ours {
             Some(i) => {
                 found[i] = true;

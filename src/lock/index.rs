@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
@@ -66,9 +66,19 @@ pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
         let _ = fsutil::remove_tree(&leftover);
     }
-    for (rel, agent) in gone(root) {
-        forget(root, &rel, &agent);
-    }
+    forget_gone(root, false);
+}
+
+/// Forget the index's entries whose lock file is gone (`dry_run`: only say which): their paths.
+pub fn forget_gone(root: &Path, dry_run: bool) -> Vec<PathBuf> {
+    (gone(root).into_iter())
+        .map(|(rel, agent)| {
+            if !dry_run {
+                forget(root, &rel, &agent);
+            }
+            layout::held_entry(&crate::worktree::shared_root(root), &rel, &agent).0
+        })
+        .collect()
 }
 
 /// The entries whose lock file no work tree holds (removed by hand, or never published).

@@ -14,19 +14,16 @@ mod events;
 mod index;
 mod judge;
 pub mod queue;
-#[cfg(test)]
-mod queue_tests;
 mod release;
 mod remote_claim;
 pub mod renewal;
 mod scan;
-mod takeover;
 
 pub use acquire::{
     Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
-    TakeOver, acquire, acquire_shared, format_since, seen_holder, working_text,
+    TakeOver, acquire, format_since, seen_holder, working_text,
 };
-pub use index::entries as indexed;
+pub use index::{entries as indexed, forget_gone};
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
     Fence, Release, ReleaseOutcome, holds_fence, own_fence, own_token, release, release_all,
@@ -40,8 +37,7 @@ pub use remote_claim::{
 pub(crate) use scan::folder_listings;
 pub(crate) use scan::join_roster;
 use scan::{list_locks_each, own_locks_listed};
-pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};
-use takeover::take_over;
+pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_each, unreadable};
 
 /// What this clone's agents edit now (`working_on` on the remote): their indexed locks, sorted.
 pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {
@@ -62,12 +58,13 @@ pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentW
         .collect()
 }
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
+use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 use crate::record::Record;
 
@@ -250,14 +247,47 @@ const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the
 #[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests;
 
-/// Forget the index's entries whose lock file is gone (`dry_run`: only say which): their paths.
-pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
-    (index::gone(root).into_iter())
-        .map(|(rel, agent)| {
-            if !dry_run {
-                index::forget(root, &rel, &agent);
-            }
-            crate::layout::held_entry(&crate::worktree::shared_root(root), &rel, &agent).0
-        })
-        .collect()
+/// Take a stale lock over: it is renamed aside, re-read and compared with what was judged stale;
+/// only an unchanged record is dropped (then its index entry), a refreshed one is put back.
+fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
+    let gone = || {
+        index::forget_removed(root, &e.file, &e.agent, &e.lock_path);
+        Ok(true)
+    };
+    let dir = e.lock_path.parent().unwrap_or(Path::new("."));
+    let Ok(meta) = std::fs::symlink_metadata(&e.lock_path) else {
+        return gone(); // already gone
+    };
+    if meta.is_dir() {
+        return Err(Error::Failed {
+            message: format!(
+                "the stale lock `{}` is a folder, not a file: remove it by hand",
+                e.lock_path.display()
+            ),
+        });
+    }
+    let aside = (fsutil::temp_in(dir).at("create a temporary file in", dir)?).into_temp_path();
+    match fsutil::rename(&e.lock_path, &aside) {
+        Ok(()) => {}
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return gone();
+        }
+        Err(Error::Io { source, .. }) => return Err(source).at("move aside", &e.lock_path),
+        Err(other) => return Err(other),
+    }
+    let now_bytes = fsutil::read_capped(&aside, RECORD_CAP).ok();
+    let touched = e.mtime.is_some() && fsutil::mtime(&aside) != e.mtime;
+    if (now_bytes.is_some() && now_bytes != e.raw) || touched {
+        // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
+        // refreshed): put it back and honour it (a copy where hard links do not exist). A new
+        // record the holder made at the path meanwhile stands; the moved copy is dropped.
+        fsutil::raw::put_back(
+            &aside,
+            &e.lock_path,
+            now_bytes.as_deref().unwrap_or_default(),
+        );
+        return Ok(false);
+    }
+    drop(aside); // removes the renamed record
+    gone()
 }

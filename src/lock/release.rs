@@ -184,7 +184,7 @@ fn release_files(
     super::events::released(ws.root(), agent, &out);
     drop(mutex);
     if all {
-        let (claims, more) = super::claim::release_here(ws, agent, None, false)?;
+        let (claims, more) = super::claim::release_here(ws, agent, super::claim::Which::All, true)?;
         out.extend(claims);
         g.marked.extend(more);
     }

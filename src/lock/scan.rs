@@ -15,15 +15,10 @@ use crate::layout;
 use crate::presence::{self, StateCache, Unreadable};
 use crate::workspace::{AgentId, Target, Workspace};
 
-/// The lock files of one target, unjudged, sorted by agent.
+/// The lock files of one target, unjudged, sorted by agent (none if its folder cannot be listed).
 pub fn locks_of(target: &Target) -> Vec<LockEntry> {
-    try_locks_of(target).unwrap_or_default()
-}
-
-/// [`locks_of`], with an error when the folder cannot be listed (not a folder without locks).
-pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
-    let mut each = try_locks_each(std::slice::from_ref(target))?;
-    Ok(each.pop().unwrap_or_default())
+    let each = try_locks_each(std::slice::from_ref(target));
+    each.unwrap_or_default().pop().unwrap_or_default()
 }
 
 /// The lock files of each of `targets`, sorted by agent, each folder listed once (or no locks).
@@ -32,18 +27,18 @@ pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
     try_locks_each(targets).unwrap_or_else(|_| targets.iter().map(locks_of).collect())
 }
 
-/// [`list_locks_each`] of `targets`, looking up the roster of their root by exact name.
-fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
+/// [`locks_of_each`], with an error when a folder cannot be listed (not a folder without locks).
+pub fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
     let root = targets.first().and_then(root_of);
-    let roster = root
-        .map(|root| lookup_roster(&root))
-        .transpose()?
-        .unwrap_or_default();
-    let how = Listing {
-        roster: &roster,
-        ..Listing::default()
-    };
-    list_locks_each(targets, how)
+    let roster = root.map(|root| lookup_roster(&root)).transpose()?;
+    let roster = roster.unwrap_or_default();
+    list_locks_each(
+        targets,
+        Listing {
+            roster: &roster,
+            ..Listing::default()
+        },
+    )
 }
 
 /// How [`list_locks_each`] lists the locks of targets.
@@ -63,7 +58,6 @@ thread_local! {
     static LISTINGS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// How many folders the lock listings of this thread listed so far.
 #[cfg(test)]
 pub(crate) fn folder_listings() -> usize {
     LISTINGS.with(std::cell::Cell::get)

@@ -89,7 +89,7 @@ impl Host {
                     runs_in: coord::identity::runs_in(),
                 };
                 // Claims reach the remote as `coord lock`'s do (contract §13).
-                let got = lock::acquire_shared(ws, &req, &lock::Reach::CLAIMS, &mut |_| {})?;
+                let got = lock::acquire(ws, &req, &lock::Reach::CLAIMS, &mut |_| {})?;
                 if got.acquired.iter().any(|a| a.remote.is_some()) {
                     super::super::remote::start_renewer(ws);
                 }

@@ -108,7 +108,7 @@ impl<'a> Try<'a> {
                 || targets.iter().any(|t| c.pattern.matches(&t.rel))
                 || req.claims.iter().any(|p| p.overlaps(&c.pattern))
             {
-                claim::judge(root, c, &mut cache, &now);
+                classify(root, std::slice::from_mut(&mut c.entry), &mut cache, &now);
             }
         }
         mine.claims = (claims.iter())

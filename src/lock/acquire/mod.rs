@@ -2,7 +2,6 @@
 
 mod attempt;
 mod blocker;
-mod line;
 mod wake;
 
 pub use blocker::{Blocker, Follows, format_since, working_text};
@@ -13,7 +12,6 @@ use serde::Serialize;
 
 use self::attempt::attempt;
 use self::blocker::blocked_error;
-use self::line::{deadlock, settle};
 use self::wake::{Look, Probe, Waits, sleep, watch_for};
 use super::release::release_tokens;
 use super::remote_claim::{self, REREAD, Reach, Sharing};
@@ -23,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::lock::backup;
-use crate::lock::queue::{self, Tickets};
+use crate::lock::queue::{self, Tickets, Waiter};
 use crate::pattern::Pattern;
 use crate::presence::{self, LockStatus};
 use crate::remote;
@@ -191,17 +189,9 @@ enum Attempt {
     Fenced,
 }
 
-/// Acquire all of `req.targets` or none, waiting as `req.wait` allows, nothing on the remote.
+/// Acquire all of `req.targets` or none, waiting as `req.wait` allows, publishing what `reach`
+/// says on the remote claims are shared through (§13; [`Reach::HERE`]: nothing there).
 pub fn acquire(
-    ws: &Workspace,
-    req: &LockRequest,
-    on_event: &mut dyn FnMut(&LockEvent),
-) -> Result<Acquisition> {
-    acquire_shared(ws, req, &Reach::HERE, on_event)
-}
-
-/// [`acquire`], publishing what `reach` says on the remote claims are shared through (§13).
-pub fn acquire_shared(
     ws: &Workspace,
     req: &LockRequest,
     reach: &Reach,
@@ -342,7 +332,7 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
         (claims.iter_mut())
             .filter(|c| c.entry.agent != me && c.pattern.matches(&t.rel))
             .find_map(|c| {
-                super::claim::judge(root, c, &mut cache, &now);
+                super::classify(root, std::slice::from_mut(&mut c.entry), &mut cache, &now);
                 (c.entry.state != super::LockState::Stale)
                     .then(|| blocker::claim_blocker(root, c, &t.rel, &now))
             })
@@ -354,22 +344,18 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
 struct Tries<'a> {
     ws: &'a Workspace,
     req: &'a LockRequest,
-    /// The targets, sorted, each once.
     targets: &'a [Target],
     policy: Policy,
     started: Instant,
     deadline: Deadline,
     may_wait: bool,
-    /// How we sleep between tries.
     waits: Waits,
     /// Our tickets in the queue, left if the acquire ends without the lock (see `Drop`).
     tickets: Option<Tickets>,
     /// What the user was last told stands in the way (`None`: not told we wait yet).
     told: Option<Blocker>,
-    /// When our tickets were last kept alive.
     last_touch: Instant,
     mine: Mine,
-    /// Told what is worth telling the user.
     on_event: &'a mut dyn FnMut(&LockEvent),
 }
 
@@ -582,4 +568,75 @@ impl Tries<'_> {
         }
         Ok(())
     }
+}
+
+/// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
+impl Drop for Tries<'_> {
+    fn drop(&mut self) {
+        let Some(tickets) = self.tickets.take() else {
+            return;
+        };
+        // How we sleep goes first (its watches and hand-off), then our place in line.
+        self.waits = Waits::default();
+        // A stop request ended the wait: cleaning up still takes the mutex, waiting a little.
+        let mutex = crate::wait::finishing(|| self.ws.lock_mutex_within(CLEANUP_PATIENCE));
+        match mutex {
+            Ok(_mutex) => settle(self.ws, &self.req.agent, &tickets),
+            // The tickets stay, dead once we are gone; their locks go now (`coord mcp` lives on).
+            Err(_) => {
+                for path in &tickets.paths {
+                    crate::wait::handoff::let_go(path);
+                }
+            }
+        }
+    }
+}
+
+/// How long leaving the queue waits for the workspace mutex when the wait ended early.
+const CLEANUP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Leave the queue and say in the presence whether we still hold anything. Caller holds the mutex.
+fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
+    queue::leave(tickets);
+    let old = presence::read(ws.root(), agent.id()).ok().flatten();
+    let held = super::own_locks_listed(ws, agent, old.as_ref());
+    let update = presence::Update {
+        lock_status: Some(super::release::holding(&held)),
+        ..Default::default()
+    };
+    let _ = presence::write_over(ws.root(), agent, old.as_ref(), &update);
+}
+
+/// The deadlock waiting for `targets` would close, if any: who waits for whom leads back to us.
+fn deadlock(tries: &Tries) -> Option<Error> {
+    let (ws, req, targets, tickets) = (tries.ws, tries.req, tries.targets, tries.tickets.as_ref());
+    let me = req.agent.id();
+    let now = crate::clock::now();
+    let mut cache = presence::StateCache::default();
+    let my_seq = tickets.map(|t| t.seq);
+    // We wait as a waiter in line would, for every file and claim asked for.
+    let keys = (targets.iter().map(|t| (t.rel.clone(), false)))
+        .chain(req.claims.iter().map(|c| (c.as_str().to_string(), true)));
+    let mine: Vec<Waiter> = (keys.map(|(file, claim)| Waiter {
+        seq: my_seq.unwrap_or_default(),
+        agent: me.to_string(),
+        name: req.agent.name().to_string(),
+        file,
+        since: None,
+        claim,
+    }))
+    .collect();
+    let mut edges = super::deadlock::edges(ws, &mine, &mut cache, &now);
+    if edges.is_empty() {
+        return None;
+    }
+    let others: Vec<_> = (queue::waiters(ws.root()).into_iter())
+        .filter(|w| Some(w.seq) != my_seq)
+        .collect();
+    edges.extend(super::deadlock::edges(ws, &others, &mut cache, &now));
+    let cycle = super::deadlock::cycle_through(me, &edges)?;
+    Some(Error::Deadlock {
+        file: cycle[0].file.clone(),
+        cycle: cycle.iter().map(super::deadlock::WaitEdge::step).collect(),
+    })
 }

@@ -132,7 +132,6 @@ pub(super) struct Waits {
     returned_at_once: bool,
 }
 
-/// The watches of a waiter for `targets`.
 pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
     let mut queue = FolderWatch::new(&[]);
     for dir in queue::dirs(root, targets) {
