@@ -178,7 +178,9 @@ pub(super) enum Which<'a> {
     Tokens(&'a [(String, String)]),
 }
 
-/// Release here only (`record`: in the history), with what was published on the remote.
+/// Release here only (`record`: in the history), with what was published on the remote: one
+/// hold of the mutex reads, judges and rewrites `.coord/claims` without the claims gone (the
+/// others kept as they were).
 pub(super) fn release_here(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,

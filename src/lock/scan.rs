@@ -27,7 +27,8 @@ pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
     try_locks_each(targets).unwrap_or_else(|_| targets.iter().map(locks_of).collect())
 }
 
-/// [`locks_of_each`], with an error when a folder cannot be listed (not a folder without locks).
+/// [`locks_of_each`] (the roster looked up by exact name), with an error when a folder cannot be
+/// listed (not a folder without locks).
 pub fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
     let root = targets.first().and_then(root_of);
     let roster = root.map(|root| lookup_roster(&root)).transpose()?;

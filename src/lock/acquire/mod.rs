@@ -344,6 +344,7 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
 struct Tries<'a> {
     ws: &'a Workspace,
     req: &'a LockRequest,
+    /// The targets, sorted, each once.
     targets: &'a [Target],
     policy: Policy,
     started: Instant,

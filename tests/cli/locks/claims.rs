@@ -572,6 +572,11 @@ fn a_claims_file_that_cannot_be_read_refuses_locks_and_is_never_rewritten() {
     }
     assert_eq!(env.snapshot(), before);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // Releasing all of alice's, as the end of a turn does: her locks go, the claims refuse.
+    (env.agent("alice").args(["unlock"]).code(1)).stderr_has("error: cannot read");
+    let refused: serde_json::Value = env.agent("alice").args(["unlock", "--json"]).code(1).json();
+    assert_eq!(refused["error"]["kind"], "io", "{refused}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
     // `status` names it among the files it could not read.
     let st: serde_json::Value = env.agent("bob").args(["status", "--json"]).ok().json();
     let bad = st["unreadable"].as_array().unwrap();
