@@ -279,8 +279,9 @@ impl Doc<'_> {
             if let Some(last) = sections.last_mut() {
                 last.end = i;
             }
-            let name = (level == 2).then(|| text.to_ascii_lowercase());
-            let name = name.unwrap_or_default();
+            let name = (level == 2)
+                .then(|| text.to_ascii_lowercase())
+                .unwrap_or_default();
             if !name.is_empty() && sections.iter().any(|s| s.name == name) {
                 return Err(self.corrupt(Some(i), format!("a second `## {text}` section")));
             }
@@ -400,15 +401,13 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)
             doc.corrupt(Some(f.line), format!("step {number:02} has {what} {e}"))
         };
         let status = StepStatus::expected(&sf.value).map_err(|e| bad(sf, "status", e))?;
-        let action = match get(&fields, "Action").filter(|f| !f.value.is_empty()) {
-            Some(f) => Some(Action::expected(&f.value).map_err(|e| bad(f, "action", e))?),
-            None => None,
-        };
+        let action = get(&fields, "Action").filter(|f| !f.value.is_empty());
+        let action = action.map(|f| Action::expected(&f.value).map_err(|e| bad(f, "action", e)));
         steps.push(Step {
             number,
             actor,
             status,
-            action,
+            action: action.transpose()?,
             input: value(&fields, "Input"),
             output: value(&fields, "Output"),
             summary: value(&fields, "Summary"),
@@ -550,29 +549,25 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
 pub(crate) fn handoff_section(path: &Path, text: &str) -> Result<String> {
     let lines = lines(text);
     let fence = fenced(&lines);
-    let (mut found, mut after) = (None, None);
-    for (i, line) in lines.iter().enumerate().filter(|(i, _)| !fence[*i]) {
-        match heading(line) {
-            Some((2, t)) if t.eq_ignore_ascii_case(HANDOFF_HEADING) => {
-                (found, after) = (Some(i), None)
-            }
-            Some((1 | 2, t)) if found.is_some() => after = Some((i, t)),
-            _ => {}
-        }
-    }
+    let top = |i: usize| heading(&lines[i]).filter(|&(l, _)| l <= 2 && !fence[i]);
+    let heads: Vec<_> = (0..lines.len())
+        .filter_map(|i| Some((i, top(i)?)))
+        .collect();
+    let handoff =
+        |(_, (l, t)): &(usize, (usize, &str))| *l == 2 && t.eq_ignore_ascii_case(HANDOFF_HEADING);
     let shown = path.display();
-    let Some(h) = found else {
+    let Some(k) = heads.iter().rposition(handoff) else {
         return Err(Error::bad_input(format!(
             "`{shown}` does not end with a `## {HANDOFF_HEADING}` section"
         )));
     };
-    if let Some((i, t)) = after {
+    if let Some((i, (_, t))) = heads[k + 1..].last() {
         return Err(Error::bad_input(format!(
             "`{shown}` must end with its `## {HANDOFF_HEADING}` section, but `{t}` follows it at line {}",
             i + 1
         )));
     }
-    let body = trimmed_block(&lines[h + 1..]);
+    let body = trimmed_block(&lines[heads[k].0 + 1..]);
     if body.is_empty() {
         return Err(Error::bad_input(format!(
             "the `## {HANDOFF_HEADING}` section of `{shown}` is empty"
