@@ -35,8 +35,7 @@ pub(crate) struct Field {
     pub(crate) value_at: usize,
 }
 
-/// A `#` or `##` section, from its heading to the next one; `name` is the `##` title in lower
-/// case, empty for a `#` title.
+/// A `#` or `##` section, from its heading to the next; `name` is its `##` title, lower-cased.
 #[derive(Debug, Clone)]
 pub(crate) struct Section {
     pub(crate) name: String,
@@ -44,8 +43,7 @@ pub(crate) struct Section {
     pub(crate) end: usize,
 }
 
-/// The Issues table: where ID, Severity, Title, Status and Resolution are among its `ncols`
-/// columns, its rows (line, raw cells), and the line after the last row.
+/// The Issues table: the five columns' places among `ncols`, its rows (line, raw cells), its end.
 #[derive(Debug)]
 pub(crate) struct Table {
     pub(crate) cols: [usize; 5],
@@ -103,13 +101,11 @@ fn fence_closes(line: &str, (ch, run): (char, usize)) -> bool {
 /// Which lines lie inside a fenced code block (the fences included).
 pub(crate) fn fenced(lines: &[String]) -> Vec<bool> {
     let mut open: Option<(char, usize)> = None;
-    lines
-        .iter()
+    (lines.iter())
         .map(|line| {
             let inside = open.is_some();
             open = match open {
-                Some(fence) if fence_closes(line, fence) => None,
-                Some(fence) => Some(fence),
+                Some(fence) => Some(fence).filter(|&f| !fence_closes(line, f)),
                 None => fence_open(line),
             };
             inside || open.is_some()
@@ -121,8 +117,7 @@ pub(crate) fn lines(text: &str) -> Vec<String> {
     text.lines().map(str::to_string).collect()
 }
 
-/// The fence that can hold `text` without being closed by it: one backtick more than its
-/// longest run of backticks, at least three.
+/// A fence `text` cannot close: one backtick more than its longest run of them, at least three.
 pub(crate) fn fence_for(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
@@ -158,8 +153,7 @@ pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
     })
 }
 
-/// A field's line: `head` (`- **Key:**`, or an existing line's text up to its value), then
-/// ` value` unless it is empty.
+/// A field's line: `head` (`- **Key:**`, or a line up to its value), then ` value` unless empty.
 pub(crate) fn field_line(head: &str, value: &str) -> String {
     let head = head.trim_end();
     match value {
@@ -279,9 +273,8 @@ impl Doc<'_> {
             if let Some(last) = sections.last_mut() {
                 last.end = i;
             }
-            let name = (level == 2)
-                .then(|| text.to_ascii_lowercase())
-                .unwrap_or_default();
+            let name = (level == 2).then(|| text.to_ascii_lowercase());
+            let name = name.unwrap_or_default();
             if !name.is_empty() && sections.iter().any(|s| s.name == name) {
                 return Err(self.corrupt(Some(i), format!("a second `## {text}` section")));
             }
@@ -373,8 +366,7 @@ fn parse_participants(text: &str) -> Vec<Participant> {
     parts.map(participant).collect()
 }
 
-/// Steps: an optional `Note:` line, then `### NN` entries numbered from 01 without gaps, each
-/// with an `Actor` and a known `Status` (and `Action` when given); prose is ignored.
+/// Steps: a `Note:` line, then `### NN` entries from 01 without gaps, with `Actor` and `Status`.
 fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)> {
     let before = |i: &usize| !matches!(heading(&doc.lines[*i]), Some((3, _)));
     let is_note = |i: &usize| doc.lines[*i].trim_start().starts_with("Note:");
@@ -419,8 +411,7 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)
     Ok((note, steps))
 }
 
-/// Issues: one table, its header naming the five columns in any order (more are kept), then a
-/// `|----|` row; it ends at the first line that is not a row.
+/// Issues: one table, a header with the five columns in any order, `|----|`, rows to a non-row.
 fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue>)> {
     let row = |i: usize| split_row(&doc.lines[i]).filter(|_| !doc.fence[i]);
     let Some((h, header)) = doc.body(sec).find_map(|i| Some((i, row(i)?))) else {
@@ -488,8 +479,7 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
     Ok((Some(table), issues))
 }
 
-/// Agreements Log: `- [DISPUTED] DECISION - ADOPTED POSITION` bullets (the prefix and the
-/// position optional); other lines are ignored.
+/// Agreements Log: `- [DISPUTED] DECISION - ADOPTED POSITION` bullets, other lines ignored.
 fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
     doc.body(sec)
         .filter_map(|i| {
@@ -515,8 +505,7 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
         .collect()
 }
 
-/// Handoff Prompts: `### For ACTOR (step NN)` entries; a body that is one fenced block gives
-/// the inside of its fence.
+/// Handoff Prompts: `### For ACTOR (step NN)` entries; a fenced body gives the inside of its fence.
 fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
     (doc.entries(sec).into_iter())
         .map(|(h, text, end)| {
@@ -550,9 +539,8 @@ pub(crate) fn handoff_section(path: &Path, text: &str) -> Result<String> {
     let lines = lines(text);
     let fence = fenced(&lines);
     let top = |i: usize| heading(&lines[i]).filter(|&(l, _)| l <= 2 && !fence[i]);
-    let heads: Vec<_> = (0..lines.len())
-        .filter_map(|i| Some((i, top(i)?)))
-        .collect();
+    let heads = (0..lines.len()).filter_map(|i| Some((i, top(i)?)));
+    let heads: Vec<_> = heads.collect();
     let handoff =
         |(_, (l, t)): &(usize, (usize, &str))| *l == 2 && t.eq_ignore_ascii_case(HANDOFF_HEADING);
     let shown = path.display();

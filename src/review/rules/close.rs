@@ -33,8 +33,7 @@ pub struct CommitInfo {
 }
 
 impl Reviews {
-    /// Close a review: check the completion criteria, mark it closed, move it to `reviews/closed/`,
-    /// and with `commit` commit it (`summary` after `{topic} review: `).
+    /// Check the completion criteria, mark it closed, move it to `reviews/closed/`; maybe commit.
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {

@@ -66,9 +66,8 @@ pub struct Shown {
 }
 
 impl Reviews {
-    /// The metadata folder `meta` of `ws` (absolute, inside the workspace; default
-    /// `<root>/.metadata`), for commands run by `actor`: its own `coord lock` on a tracker does
-    /// not stop it.
+    /// The metadata folder `meta` (absolute; default `<root>/.metadata`) of `ws`, used by `actor`,
+    /// whose own `coord lock` on a tracker does not stop it.
     pub fn new(ws: &Workspace, meta: Option<PathBuf>, actor: Option<AgentId>) -> Reviews {
         let meta = meta.unwrap_or_else(|| ws.root().join(layout::REVIEW_METADATA_DIR));
         let ws = ws.clone();
@@ -243,8 +242,7 @@ impl Reviews {
         Ok(rel)
     }
 
-    /// The conventional path of a file dated today; `to`, `step` and `action` default to the
-    /// tracker's other participant and open step when there is a tracker to read.
+    /// A conventional path for today; `to`, `step` and `action` default from the tracker, if any.
     pub fn conventional_path(&self, parts: NameParts<'_>) -> Result<PathBuf> {
         let view = self.load(parts.topic).ok().map(|(t, _)| t.view.clone());
         let other = view.as_ref().and_then(|v| v.meta.other_than(parts.llm));
@@ -372,10 +370,8 @@ pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
     let (mut found, mut bad) = (Vec::new(), Vec::new());
     let mut names = fsutil::list_names(&reviews.dir(false)).unwrap_or_default();
     names.sort();
-    for topic in names
-        .iter()
-        .filter_map(|n| layout::review_tracker_topic(n.to_str()?))
-    {
+    let topics = (names.iter()).filter_map(|n| layout::review_tracker_topic(n.to_str()?));
+    for topic in topics {
         let path = reviews.tracker_path(topic, false);
         match reviews.read(&path) {
             Ok(Some(t)) if t.view.meta.status != "closed" => {

@@ -76,8 +76,7 @@ impl Reviews {
         })
     }
 
-    /// For step `open` of the tracker `tracker` (relative to the root): its output file, and the
-    /// prompt to paste: the `stored` one with how to record the step added, or coord's own.
+    /// Step `open`'s output file and prompt: the `stored` one plus how to record the step, or ours.
     pub(super) fn guide(
         &self,
         topic: &str,
