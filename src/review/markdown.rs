@@ -485,10 +485,8 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
         .filter_map(|i| {
             let t = doc.lines[i].trim_start();
             let entry = t.strip_prefix("- ").or(t.strip_prefix("* "))?.trim();
-            let (disputed, text) = match entry.strip_prefix("[DISPUTED]") {
-                Some(rest) => (true, rest.trim()),
-                None => (false, entry),
-            };
+            let rest = entry.strip_prefix("[DISPUTED]");
+            let (disputed, text) = (rest.is_some(), rest.map_or(entry, str::trim));
             let (decision, adopted) = match text.rsplit_once(" - ") {
                 Some((d, a)) if !a.trim().is_empty() => (d.trim(), Some(a.trim().to_string())),
                 _ => (text, None),
