@@ -151,14 +151,9 @@ impl Tracker {
 
     /// Add a row to the Issues table (creating the table when the section has none).
     pub(crate) fn add_issue(&mut self, issue: &Issue) -> Result<()> {
-        let values = [
-            issue.id.as_str(),
-            issue.severity.as_str(),
-            &issue.title,
-            issue.status.as_str(),
-            issue.resolution.as_deref().unwrap_or(""),
-        ]
-        .map(encode_cell);
+        let (severity, status) = (issue.severity.as_str(), issue.status.as_str());
+        let resolution = issue.resolution.as_deref().unwrap_or("");
+        let values = [&*issue.id, severity, &issue.title, status, resolution].map(encode_cell);
         let Some(table) = &self.index.table else {
             let block = ISSUES_HEADER.lines().map(String::from);
             return self.append_to(ISSUES, block.chain([render_row(&values)]).collect());
