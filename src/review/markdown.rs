@@ -536,11 +536,9 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
 pub(crate) fn handoff_section(path: &Path, text: &str) -> Result<String> {
     let lines = lines(text);
     let fence = fenced(&lines);
-    let top = |i: usize| heading(&lines[i]).filter(|&(l, _)| l <= 2 && !fence[i]);
-    let heads = (0..lines.len()).filter_map(|i| Some((i, top(i)?)));
-    let heads: Vec<_> = heads.collect();
-    let handoff =
-        |(_, (l, t)): &(usize, (usize, &str))| *l == 2 && t.eq_ignore_ascii_case(HANDOFF_HEADING);
+    let top = |i: usize| Some((i, heading(&lines[i]).filter(|&(l, _)| l <= 2 && !fence[i])?));
+    let heads: Vec<_> = (0..lines.len()).filter_map(top).collect();
+    let handoff = |&(_, (l, t)): &(_, (_, &str))| l == 2 && t.eq_ignore_ascii_case(HANDOFF_HEADING);
     let shown = path.display();
     let Some(k) = heads.iter().rposition(handoff) else {
         return Err(Error::bad_input(format!(
