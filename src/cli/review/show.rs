@@ -16,10 +16,7 @@ pub(super) fn show(s: &Shown, ctx: &Ctx) {
     let title = output::title(&format!("Review {}", s.topic), color);
     let mut out = vec![format!("{title} {}", output::clean(&s.tracker))];
     let participants: Vec<String> = (v.meta.participants.iter())
-        .map(|p| match &p.role {
-            Some(r) => format!("{} ({r})", p.name),
-            None => p.name.clone(),
-        })
+        .map(|p| p.name.clone() + &(p.role.as_ref()).map_or(String::new(), |r| format!(" ({r})")))
         .collect();
     for (k, val) in [
         ("Target", v.meta.target.clone()),
