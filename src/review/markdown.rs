@@ -372,8 +372,7 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)
     let is_note = |i: &usize| doc.lines[*i].trim_start().starts_with("Note:");
     let note = doc.body(sec).take_while(before).find(is_note);
     let mut steps = Vec::new();
-    for (k, (head, text, end)) in doc.entries(sec).into_iter().enumerate() {
-        let expected = u32::try_from(k + 1).unwrap_or(u32::MAX);
+    for (expected, (head, text, end)) in (1u32..).zip(doc.entries(sec)) {
         let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
         let number: u32 = digits.parse().map_err(|_| {
             let why =

@@ -291,10 +291,8 @@ impl Reviews {
         status: IssueStatus,
         resolution: Option<&str>,
     ) -> Result<Issue> {
-        let resolution = resolution.map(one_line);
-        self.edit(topic, None, |t| {
-            t.set_issue(id, status, resolution.as_deref())
-        })
+        let r = resolution.map(one_line);
+        self.edit(topic, None, |t| t.set_issue(id, status, r.as_deref()))
     }
 
     /// Add a line to the Agreements Log: `- [DISPUTED] TEXT - ADOPTED`.
@@ -425,10 +423,8 @@ pub(crate) mod tests {
     #[test]
     fn issues_are_numbered_above_the_highest() {
         assert_eq!(next_issue_number(&view_with("", "")), Some(1));
-        let v = view_with(
-            "ISSUE-07 open, issue-03 open, BUG-99 open, ISSUE-x open",
-            "",
-        );
+        let issues = "ISSUE-07 open, issue-03 open, BUG-99 open, ISSUE-x open";
+        let v = view_with(issues, "");
         assert_eq!(next_issue_number(&v), Some(8));
     }
 }
