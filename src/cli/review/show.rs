@@ -45,11 +45,8 @@ pub(super) fn show(s: &Shown, ctx: &Ctx) {
             ]
         })
         .collect();
-    out.push(output::table(
-        &["STEP", "ACTOR", "STATUS", "ACTION", "SUMMARY"],
-        rows,
-        color,
-    ));
+    let headers = ["STEP", "ACTOR", "STATUS", "ACTION", "SUMMARY"];
+    out.push(output::table(&headers, rows, color));
     out.extend([String::new(), output::title("Issues", color)]);
     if v.issues.is_empty() {
         out.push("  No issues".into());

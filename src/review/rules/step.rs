@@ -86,16 +86,11 @@ impl Reviews {
             let next = next.map_or(req.next.name(), |p| &p.name).to_string();
             let role = view.meta.role_of(req.next.id());
             let next_action = (req.next_action).unwrap_or_else(|| usual_next(req.action, role));
-            let mut values = vec![
-                ("Status", req.status.as_str()),
-                ("Action", req.action.as_str()),
-            ];
+            let (status, action) = (req.status.as_str(), req.action.as_str());
+            let mut values = vec![("Status", status), ("Action", action)];
             values.extend(req.input.map(|i| ("Input", i.rel.as_str())));
-            values.extend([
-                ("Output", req.output.rel.as_str()),
-                ("Summary", &summary),
-                ("Next", &next),
-            ]);
+            let output = ("Output", req.output.rel.as_str());
+            values.extend([output, ("Summary", &summary), ("Next", &next)]);
             t.set(Block::Step(finished), &values)?;
             t.push_step(&next, next_action, &req.output.rel)?;
             let archived_to = self.archive(req.topic, t)?;
@@ -109,6 +104,8 @@ impl Reviews {
             t.set(Block::Current, &current)?;
             t.set_prompt(&next, next_step, &prompt)?;
             let stranger = role.is_none() && !view.meta.participants.is_empty();
+            let (name, topic) = (req.next.name(), req.topic);
+            let warning = format!("{name} is not a participant of review `{topic}`");
             Ok(StepOutcome {
                 tracker: self.rel(&t.path),
                 finished,
@@ -117,10 +114,7 @@ impl Reviews {
                 next_actor: next,
                 next_action,
                 archived_to,
-                warning: stranger.then(|| {
-                    let (name, topic) = (req.next.name(), req.topic);
-                    format!("{name} is not a participant of review `{topic}`")
-                }),
+                warning: stranger.then_some(warning),
             })
         })?;
         let event = Event::new(Kind::ReviewStep, req.actor.id())
