@@ -140,12 +140,10 @@ impl Tracker {
     /// Plan the next step, numbered after the last.
     pub(crate) fn push_step(&mut self, actor: &str, action: Action, input: &str) -> Result<()> {
         let number = self.view.steps.len() + 1;
-        let keys = [
-            "Actor", "Status", "Action", "Input", "Output", "Summary", "Next",
-        ];
+        let keys = "Actor Status Action Input Output Summary Next".split(' ');
         let values = [actor, "planned", action.as_str(), input, "", "", ""];
         let mut block = vec![format!("### {number:02}")];
-        block.extend((keys.iter().zip(values)).map(|(k, v)| field_line(&format!("- **{k}:**"), v)));
+        block.extend((keys.zip(values)).map(|(k, v)| field_line(&format!("- **{k}:**"), v)));
         self.append_to(STEPS, block)
     }
 
@@ -203,10 +201,8 @@ impl Tracker {
     /// Store the prompt for `actor`'s step `number`, replacing an earlier prompt for that actor.
     pub(crate) fn set_prompt(&mut self, actor: &str, number: u32, text: &str) -> Result<()> {
         let fence = fence_for(text);
-        let mut block = vec![
-            format!("### For {actor} (step {number:02})"),
-            format!("{fence}text"),
-        ];
+        let heading = format!("### For {actor} (step {number:02})");
+        let mut block = vec![heading, format!("{fence}text")];
         block.extend(text.lines().map(|l| l.trim_end_matches('\r').to_string()));
         block.push(fence);
         let mine = |p: &&Prompt| p.is_for(actor);

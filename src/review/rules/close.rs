@@ -70,11 +70,8 @@ impl Reviews {
             t.set(Block::Step(open), &values)?;
         }
         t.set(Block::Meta, &[("Status", "closed")])?;
-        let values = [
-            ("Next actor", "none"),
-            ("Next action", "none (review closed)"),
-        ];
-        t.set(Block::Current, &values)?;
+        let action = ("Next action", "none (review closed)");
+        t.set(Block::Current, &[("Next actor", "none"), action])?;
         fsutil::ensure_dir(&closed)?;
         t.path = closed_path.clone();
         self.finish(&mut t)?;

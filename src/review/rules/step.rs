@@ -95,12 +95,9 @@ impl Reviews {
             t.push_step(&next, next_action, &req.output.rel)?;
             let archived_to = self.archive(req.topic, t)?;
             let next_step = t.view.steps.len() as u32;
-            let next_action_text = format!("{} (step {next_step:02})", next_action.as_str());
-            let current = [
-                ("Next actor", next.as_str()),
-                ("Next action", &next_action_text),
-                ("Prompt for next actor", PROMPT_POINTER),
-            ];
+            let act = format!("{} (step {next_step:02})", next_action.as_str());
+            let pointer = ("Prompt for next actor", PROMPT_POINTER);
+            let current = [("Next actor", &*next), ("Next action", &act), pointer];
             t.set(Block::Current, &current)?;
             t.set_prompt(&next, next_step, &prompt)?;
             let stranger = role.is_none() && !view.meta.participants.is_empty();
