@@ -358,10 +358,8 @@ fn parse_participants(text: &str) -> Vec<Participant> {
         let (name, role) = p.split_once('(').unwrap_or((p, ""));
         let role = role.trim_end_matches(')').trim();
         let role = (!role.is_empty()).then(|| role.to_string());
-        Participant {
-            name: name.trim().to_string(),
-            role,
-        }
+        let name = name.trim().to_string();
+        Participant { name, role }
     };
     parts.map(participant).collect()
 }

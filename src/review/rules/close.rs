@@ -42,19 +42,16 @@ impl Reviews {
                 Error::Failed { message }
             })?;
             if inside.is_err() {
-                return Err(Error::bad_input(format!(
-                    "`--commit` needs a git work tree, and `{}` is not in one",
-                    root.display()
-                )));
+                let shown = root.display();
+                let why = format!("`--commit` needs a git work tree, and `{shown}` is not in one");
+                return Err(Error::bad_input(why));
             }
         }
         let (guard, mut t) = self.begin(topic, None)?;
         let missing = missing_for_close(&t.view);
         if !missing.is_empty() {
-            return Err(Error::ReviewUnfinished {
-                topic: topic.to_string(),
-                missing,
-            });
+            let topic = topic.to_string();
+            return Err(Error::ReviewUnfinished { topic, missing });
         }
         let (active, closed) = (self.dir(false), self.dir(true));
         let closed_path = self.tracker_path(topic, true);

@@ -140,10 +140,8 @@ impl Reviews {
             return Err(Error::refused(Refusal::ReviewClosed, why, hint));
         };
         if t.view.meta.status == "closed" {
-            let why = format!(
-                "review `{topic}` is closed (`{}` says `Status: closed`)",
-                self.rel(&path)
-            );
+            let rel = self.rel(&path);
+            let why = format!("review `{topic}` is closed (`{rel}` says `Status: closed`)");
             return Err(Error::refused(Refusal::ReviewClosed, why, None));
         }
         self.check_not_locked(&path, actor.or(self.actor.as_ref()))?;
@@ -173,10 +171,8 @@ impl Reviews {
         let Some(rel) = self.ws.rel(path) else {
             return Ok(());
         };
-        let target = Target {
-            rel,
-            abs: path.to_path_buf(),
-        };
+        let abs = path.to_path_buf();
+        let target = Target { rel, abs };
         let (mut entries, now) = (lock::locks_of(&target), clock::now());
         let cache = &mut StateCache::default();
         lock::classify(self.ws.root(), &mut entries, cache, &now);
