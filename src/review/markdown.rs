@@ -232,11 +232,8 @@ struct Doc<'a> {
 
 impl Doc<'_> {
     fn corrupt(&self, line: Option<usize>, why: impl Into<String>) -> Error {
-        Error::Corrupt {
-            path: self.path.to_path_buf(),
-            line: line.map(|l| l + 1),
-            why: why.into(),
-        }
+        let (path, line, why) = (self.path.to_path_buf(), line.map(|l| l + 1), why.into());
+        Error::Corrupt { path, line, why }
     }
 
     fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {

@@ -261,11 +261,9 @@ impl Reviews {
         }
         self.edit(topic, None, |t| {
             let Some(n) = next_issue_number(&t.view) else {
-                return Err(Error::Corrupt {
-                    path: t.path.clone(),
-                    line: None,
-                    why: format!("its issues reach ISSUE-{}: no number is left", u32::MAX),
-                });
+                let why = format!("its issues reach ISSUE-{}: no number is left", u32::MAX);
+                let (path, line) = (t.path.clone(), None);
+                return Err(Error::Corrupt { path, line, why });
             };
             let issue = Issue {
                 id: format!("ISSUE-{n:02}"),
@@ -311,10 +309,9 @@ impl Reviews {
         }
         self.edit(topic, None, |t| {
             t.add_agreement(&text, disputed)?;
+            let message = "the agreement was not added".into();
             let added = t.view.agreements.last().cloned();
-            added.ok_or_else(|| Error::Failed {
-                message: "the agreement was not added".into(),
-            })
+            added.ok_or(Error::Failed { message })
         })
     }
 }
@@ -349,12 +346,9 @@ fn read_text(path: &Path) -> Result<Option<String>> {
     };
     String::from_utf8(bytes).map(Some).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-        Error::Corrupt {
-            path: path.to_path_buf(),
-            line: Some(line),
-            why: "it is not UTF-8 text".into(),
-        }
+        let line = Some(valid.iter().filter(|&&b| b == b'\n').count() + 1);
+        let (path, why) = (path.to_path_buf(), "it is not UTF-8 text".into());
+        Error::Corrupt { path, line, why }
     })
 }
 
