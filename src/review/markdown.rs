@@ -275,11 +275,8 @@ impl Doc<'_> {
             if !name.is_empty() && sections.iter().any(|s| s.name == name) {
                 return Err(self.corrupt(Some(i), format!("a second `## {text}` section")));
             }
-            sections.push(Section {
-                name,
-                heading: i,
-                end: self.lines.len(),
-            });
+            let (heading, end) = (i, self.lines.len());
+            sections.push(Section { name, heading, end });
         }
         Ok(sections)
     }

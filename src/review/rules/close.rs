@@ -232,10 +232,8 @@ mod tests {
     fn the_seed_commit_message() {
         let mut v = view_with("ISSUE-01 resolved Updated the design, ISSUE-02 wontfix", "");
         v.meta.participants[0].name = "claude".into();
-        v.meta.participants.push(Participant {
-            name: "Local".into(),
-            role: None,
-        });
+        let (name, role) = ("Local".into(), None);
+        v.meta.participants.push(Participant { name, role });
         let message = commit_message("rfd", &v, Some("align the design"));
         let want = "rfd review: align the design\n\n- ISSUE-01: Updated the design\n\
 - ISSUE-02: title of ISSUE-02 (wontfix)\n\nCo-Authored-By: Claude <noreply@anthropic.com>\n\
