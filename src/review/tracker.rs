@@ -188,10 +188,8 @@ impl Tracker {
 
     pub(crate) fn add_agreement(&mut self, text: &str, disputed: bool) -> Result<()> {
         let sec = self.section(AGREEMENTS)?;
-        let at = match self.view.agreements.last() {
-            Some(a) => a.line + 1,
-            None => self.last_text(sec.heading, sec.end) + 1,
-        };
+        let last = self.view.agreements.last().map(|a| a.line);
+        let at = last.unwrap_or_else(|| self.last_text(sec.heading, sec.end)) + 1;
         let mark = if disputed { "[DISPUTED] " } else { "" };
         self.insert_in(&sec, at, vec![format!("- {mark}{text}")])
     }
