@@ -366,11 +366,8 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)
     let mut steps = Vec::new();
     for (expected, (head, text, end)) in (1u32..).zip(doc.entries(sec)) {
         let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
-        let number: u32 = digits.parse().map_err(|_| {
-            let why =
-                format!("step heading `### {text}` does not start with its number (`### 01`)");
-            doc.corrupt(Some(head), why)
-        })?;
+        let why = format!("step heading `### {text}` does not start with its number (`### 01`)");
+        let number: u32 = digits.parse().map_err(|_| doc.corrupt(Some(head), why))?;
         if number != expected {
             let why = format!("step {number:02} where step {expected:02} was expected");
             return Err(doc.corrupt(Some(head), why));
@@ -498,12 +495,8 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
 fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
     (doc.entries(sec).into_iter())
         .map(|(h, text, end)| {
-            let who = text
-                .strip_prefix("For ")
-                .map(|r| match r.split_once(" (step ") {
-                    Some((actor, num)) => (actor, num.trim_end_matches(')').trim().parse().ok()),
-                    None => (r, None),
-                });
+            let who = text.strip_prefix("For ");
+            let who = who.map(|r| r.split_once(" (step ").unwrap_or((r, "")));
             let body = trimmed_block(&doc.lines[h + 1..end]);
             let fence = body.first().and_then(|l| fence_open(l));
             let inner = match (fence, body.last()) {
@@ -515,7 +508,7 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
             Prompt {
                 heading: text.to_string(),
                 actor: who.map(|(a, _)| a.trim().to_string()),
-                step: who.and_then(|(_, n)| n),
+                step: who.and_then(|(_, n)| n.trim_end_matches(')').trim().parse().ok()),
                 text: inner.join("\n"),
                 lines: (h, end),
             }
