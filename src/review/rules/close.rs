@@ -163,18 +163,14 @@ fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
     let resolved = |i: &&Issue| i.status == IssueStatus::Resolved;
     let resolved = view.issues.iter().filter(resolved).count();
     let s = if resolved == 1 { "" } else { "s" };
-    let summary = summary
-        .map(one_line)
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| match view.issues.len() {
-            0 => "reviewed, no issues found".to_string(),
-            n if n == resolved => format!("{resolved} issue{s} resolved"),
-            n => format!("{resolved} of {n} issues resolved"),
-        });
-    let mut msg = format!("{topic} review: {summary}\n");
-    if !view.issues.is_empty() {
-        msg.push('\n');
-    }
+    let summary = summary.map(one_line).filter(|s| !s.is_empty());
+    let summary = summary.unwrap_or_else(|| match view.issues.len() {
+        0 => "reviewed, no issues found".to_string(),
+        n if n == resolved => format!("{resolved} issue{s} resolved"),
+        n => format!("{resolved} of {n} issues resolved"),
+    });
+    let gap = if view.issues.is_empty() { "" } else { "\n" };
+    let mut msg = format!("{topic} review: {summary}\n{gap}");
     for i in &view.issues {
         let wontfix = (i.status == IssueStatus::Wontfix).then_some(" (wontfix)");
         let text = i.resolution.as_ref().unwrap_or(&i.title);

@@ -138,9 +138,7 @@ impl Reviews {
         let name = layout::review_archive_name(topic);
         let note = |archived: usize| format!("{NOTE}{archived:02} archived to {name}");
         let noted = noted(t.view.steps_note.as_deref());
-        if let Some(e) = &existing
-            && already_archived(e, &taken, noted, before)
-        {
+        if (existing.as_deref()).is_some_and(|e| already_archived(e, &taken, noted, before)) {
             t.set_steps_note(&note(before))?;
             return Ok(Some(self.rel(&archive)));
         }
