@@ -255,10 +255,8 @@ impl Doc<'_> {
     }
 
     fn fields(&self, from: usize, to: usize) -> Vec<Field> {
-        (from..to)
-            .filter(|&i| !self.fence[i])
-            .filter_map(|i| parse_field(&self.lines[i], i))
-            .collect()
+        let field = |i: usize| parse_field(&self.lines[i], i).filter(|_| !self.fence[i]);
+        (from..to).filter_map(field).collect()
     }
 
     fn sections(&self) -> Result<Vec<Section>> {
