@@ -289,7 +289,8 @@ fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
     );
     demo.show(reviewer, &new, &[], 1)?;
     let meta = demo.dir.join(coord::layout::REVIEW_METADATA_DIR);
-    let file = coord::review::paths::review_file(&meta, reviewer, topic, &coord::clock::now());
+    let day = coord::clock::now().format("%Y_%m_%d").to_string();
+    let file = coord::layout::review_file(&meta, reviewer, topic, &day);
     fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
     let rel = file.strip_prefix(&demo.dir).unwrap_or(&file).display();
     fsutil::replace(

@@ -35,8 +35,7 @@ pub(crate) struct Field {
     pub(crate) value_at: usize,
 }
 
-/// A `#` or `##` section, from its heading to the next one; `name` is the `##` title in lower
-/// case, empty for a `#` title.
+/// A `#` or `##` section, from its heading to the next; `name` is its `##` title, lower-cased.
 #[derive(Debug, Clone)]
 pub(crate) struct Section {
     pub(crate) name: String,
@@ -44,8 +43,7 @@ pub(crate) struct Section {
     pub(crate) end: usize,
 }
 
-/// The Issues table: where ID, Severity, Title, Status and Resolution are among its `ncols`
-/// columns, its rows (line, raw cells), and the line after the last row.
+/// The Issues table: the five columns' places among `ncols`, its rows (line, raw cells), its end.
 #[derive(Debug)]
 pub(crate) struct Table {
     pub(crate) cols: [usize; 5],
@@ -103,13 +101,11 @@ fn fence_closes(line: &str, (ch, run): (char, usize)) -> bool {
 /// Which lines lie inside a fenced code block (the fences included).
 pub(crate) fn fenced(lines: &[String]) -> Vec<bool> {
     let mut open: Option<(char, usize)> = None;
-    lines
-        .iter()
+    (lines.iter())
         .map(|line| {
             let inside = open.is_some();
             open = match open {
-                Some(fence) if fence_closes(line, fence) => None,
-                Some(fence) => Some(fence),
+                Some(fence) => Some(fence).filter(|&f| !fence_closes(line, f)),
                 None => fence_open(line),
             };
             inside || open.is_some()
@@ -121,8 +117,7 @@ pub(crate) fn lines(text: &str) -> Vec<String> {
     text.lines().map(str::to_string).collect()
 }
 
-/// The fence that can hold `text` without being closed by it: one backtick more than its
-/// longest run of backticks, at least three.
+/// A fence `text` cannot close: one backtick more than its longest run of them, at least three.
 pub(crate) fn fence_for(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
@@ -158,8 +153,7 @@ pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
     })
 }
 
-/// A field's line: `head` (`- **Key:**`, or an existing line's text up to its value), then
-/// ` value` unless it is empty.
+/// A field's line: `head` (`- **Key:**`, or a line up to its value), then ` value` unless empty.
 pub(crate) fn field_line(head: &str, value: &str) -> String {
     let head = head.trim_end();
     match value {
@@ -238,11 +232,8 @@ struct Doc<'a> {
 
 impl Doc<'_> {
     fn corrupt(&self, line: Option<usize>, why: impl Into<String>) -> Error {
-        Error::Corrupt {
-            path: self.path.to_path_buf(),
-            line: line.map(|l| l + 1),
-            why: why.into(),
-        }
+        let (path, line, why) = (self.path.to_path_buf(), line.map(|l| l + 1), why.into());
+        Error::Corrupt { path, line, why }
     }
 
     fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {
@@ -264,10 +255,8 @@ impl Doc<'_> {
     }
 
     fn fields(&self, from: usize, to: usize) -> Vec<Field> {
-        (from..to)
-            .filter(|&i| !self.fence[i])
-            .filter_map(|i| parse_field(&self.lines[i], i))
-            .collect()
+        let field = |i: usize| parse_field(&self.lines[i], i).filter(|_| !self.fence[i]);
+        (from..to).filter_map(field).collect()
     }
 
     fn sections(&self) -> Result<Vec<Section>> {
@@ -284,11 +273,8 @@ impl Doc<'_> {
             if !name.is_empty() && sections.iter().any(|s| s.name == name) {
                 return Err(self.corrupt(Some(i), format!("a second `## {text}` section")));
             }
-            sections.push(Section {
-                name,
-                heading: i,
-                end: self.lines.len(),
-            });
+            let (heading, end) = (i, self.lines.len());
+            sections.push(Section { name, heading, end });
         }
         Ok(sections)
     }
@@ -364,29 +350,22 @@ fn parse_participants(text: &str) -> Vec<Participant> {
         let (name, role) = p.split_once('(').unwrap_or((p, ""));
         let role = role.trim_end_matches(')').trim();
         let role = (!role.is_empty()).then(|| role.to_string());
-        Participant {
-            name: name.trim().to_string(),
-            role,
-        }
+        let name = name.trim().to_string();
+        Participant { name, role }
     };
     parts.map(participant).collect()
 }
 
-/// Steps: an optional `Note:` line, then `### NN` entries numbered from 01 without gaps, each
-/// with an `Actor` and a known `Status` (and `Action` when given); prose is ignored.
+/// Steps: a `Note:` line, then `### NN` entries from 01 without gaps, with `Actor` and `Status`.
 fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)> {
     let before = |i: &usize| !matches!(heading(&doc.lines[*i]), Some((3, _)));
     let is_note = |i: &usize| doc.lines[*i].trim_start().starts_with("Note:");
     let note = doc.body(sec).take_while(before).find(is_note);
     let mut steps = Vec::new();
-    for (k, (head, text, end)) in doc.entries(sec).into_iter().enumerate() {
-        let expected = u32::try_from(k + 1).unwrap_or(u32::MAX);
+    for (expected, (head, text, end)) in (1u32..).zip(doc.entries(sec)) {
         let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
-        let number: u32 = digits.parse().map_err(|_| {
-            let why =
-                format!("step heading `### {text}` does not start with its number (`### 01`)");
-            doc.corrupt(Some(head), why)
-        })?;
+        let why = format!("step heading `### {text}` does not start with its number (`### 01`)");
+        let number: u32 = digits.parse().map_err(|_| doc.corrupt(Some(head), why))?;
         if number != expected {
             let why = format!("step {number:02} where step {expected:02} was expected");
             return Err(doc.corrupt(Some(head), why));
@@ -400,15 +379,13 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)
             doc.corrupt(Some(f.line), format!("step {number:02} has {what} {e}"))
         };
         let status = StepStatus::expected(&sf.value).map_err(|e| bad(sf, "status", e))?;
-        let action = match get(&fields, "Action").filter(|f| !f.value.is_empty()) {
-            Some(f) => Some(Action::expected(&f.value).map_err(|e| bad(f, "action", e))?),
-            None => None,
-        };
+        let action = get(&fields, "Action").filter(|f| !f.value.is_empty());
+        let action = action.map(|f| Action::expected(&f.value).map_err(|e| bad(f, "action", e)));
         steps.push(Step {
             number,
             actor,
             status,
-            action,
+            action: action.transpose()?,
             input: value(&fields, "Input"),
             output: value(&fields, "Output"),
             summary: value(&fields, "Summary"),
@@ -420,8 +397,7 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)
     Ok((note, steps))
 }
 
-/// Issues: one table, its header naming the five columns in any order (more are kept), then a
-/// `|----|` row; it ends at the first line that is not a row.
+/// Issues: one table, a header with the five columns in any order, `|----|`, rows to a non-row.
 fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue>)> {
     let row = |i: usize| split_row(&doc.lines[i]).filter(|_| !doc.fence[i]);
     let Some((h, header)) = doc.body(sec).find_map(|i| Some((i, row(i)?))) else {
@@ -489,17 +465,14 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
     Ok((Some(table), issues))
 }
 
-/// Agreements Log: `- [DISPUTED] DECISION - ADOPTED POSITION` bullets (the prefix and the
-/// position optional); other lines are ignored.
+/// Agreements Log: `- [DISPUTED] DECISION - ADOPTED POSITION` bullets, other lines ignored.
 fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
     doc.body(sec)
         .filter_map(|i| {
             let t = doc.lines[i].trim_start();
             let entry = t.strip_prefix("- ").or(t.strip_prefix("* "))?.trim();
-            let (disputed, text) = match entry.strip_prefix("[DISPUTED]") {
-                Some(rest) => (true, rest.trim()),
-                None => (false, entry),
-            };
+            let rest = entry.strip_prefix("[DISPUTED]");
+            let (disputed, text) = (rest.is_some(), rest.map_or(entry, str::trim));
             let (decision, adopted) = match text.rsplit_once(" - ") {
                 Some((d, a)) if !a.trim().is_empty() => (d.trim(), Some(a.trim().to_string())),
                 _ => (text, None),
@@ -516,17 +489,12 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
         .collect()
 }
 
-/// Handoff Prompts: `### For ACTOR (step NN)` entries; a body that is one fenced block gives
-/// the inside of its fence.
+/// Handoff Prompts: `### For ACTOR (step NN)` entries; a fenced body gives the inside of its fence.
 fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
     (doc.entries(sec).into_iter())
         .map(|(h, text, end)| {
-            let who = text
-                .strip_prefix("For ")
-                .map(|r| match r.split_once(" (step ") {
-                    Some((actor, num)) => (actor, num.trim_end_matches(')').trim().parse().ok()),
-                    None => (r, None),
-                });
+            let who = text.strip_prefix("For ");
+            let who = who.map(|r| r.split_once(" (step ").unwrap_or((r, "")));
             let body = trimmed_block(&doc.lines[h + 1..end]);
             let fence = body.first().and_then(|l| fence_open(l));
             let inner = match (fence, body.last()) {
@@ -538,7 +506,7 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
             Prompt {
                 heading: text.to_string(),
                 actor: who.map(|(a, _)| a.trim().to_string()),
-                step: who.and_then(|(_, n)| n),
+                step: who.and_then(|(_, n)| n.trim_end_matches(')').trim().parse().ok()),
                 text: inner.join("\n"),
                 lines: (h, end),
             }
@@ -550,29 +518,22 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
 pub(crate) fn handoff_section(path: &Path, text: &str) -> Result<String> {
     let lines = lines(text);
     let fence = fenced(&lines);
-    let (mut found, mut after) = (None, None);
-    for (i, line) in lines.iter().enumerate().filter(|(i, _)| !fence[*i]) {
-        match heading(line) {
-            Some((2, t)) if t.eq_ignore_ascii_case(HANDOFF_HEADING) => {
-                (found, after) = (Some(i), None)
-            }
-            Some((1 | 2, t)) if found.is_some() => after = Some((i, t)),
-            _ => {}
-        }
-    }
+    let top = |i: usize| Some((i, heading(&lines[i]).filter(|&(l, _)| l <= 2 && !fence[i])?));
+    let heads: Vec<_> = (0..lines.len()).filter_map(top).collect();
+    let handoff = |&(_, (l, t)): &(_, (_, &str))| l == 2 && t.eq_ignore_ascii_case(HANDOFF_HEADING);
     let shown = path.display();
-    let Some(h) = found else {
+    let Some(k) = heads.iter().rposition(handoff) else {
         return Err(Error::bad_input(format!(
             "`{shown}` does not end with a `## {HANDOFF_HEADING}` section"
         )));
     };
-    if let Some((i, t)) = after {
+    if let Some((i, (_, t))) = heads[k + 1..].last() {
         return Err(Error::bad_input(format!(
             "`{shown}` must end with its `## {HANDOFF_HEADING}` section, but `{t}` follows it at line {}",
             i + 1
         )));
     }
-    let body = trimmed_block(&lines[h + 1..]);
+    let body = trimmed_block(&lines[heads[k].0 + 1..]);
     if body.is_empty() {
         return Err(Error::bad_input(format!(
             "the `## {HANDOFF_HEADING}` section of `{shown}` is empty"

@@ -121,8 +121,7 @@ pub fn check_topic(topic: &str) -> Result<()> {
     )))
 }
 
-/// Text for one line of the tracker: control characters become spaces, surrounding blanks are
-/// trimmed (the tracker is line-based: a newline could forge a field).
+/// Text for one tracker line: controls as spaces, trimmed (a newline could forge a field).
 pub(crate) fn one_line(text: &str) -> String {
     text.replace(char::is_control, " ").trim().to_string()
 }

@@ -49,48 +49,26 @@ pub fn snake_case(text: &str) -> String {
     out.trim_end_matches('_').to_string()
 }
 
-/// The day a conventional file name carries (`YYYY_MM_DD`).
-fn day(now: &Timestamp) -> String {
-    now.format("%Y_%m_%d").to_string()
-}
-
-/// The conventional path of `llm`'s review of `topic` under `meta`, dated `now` (what
-/// [`conventional`] gives for [`Kind::Review`]).
-pub fn review_file(meta: &Path, llm: &str, topic: &str, now: &Timestamp) -> PathBuf {
-    layout::review_file(meta, llm, topic, &day(now))
-}
-
 /// The conventional path of a file under the metadata folder `meta`, dated `now`.
 pub fn conventional(meta: &Path, p: &NameParts<'_>, now: &Timestamp) -> Result<PathBuf> {
-    let date = day(now);
+    let date = now.format("%Y_%m_%d").to_string();
     let need = |v: Option<&str>, flag: &str| {
         v.map(snake_case).filter(|s| !s.is_empty()).ok_or_else(|| {
             Error::bad_input(format!("a {} file name needs `{flag}`", p.kind.as_str()))
         })
     };
+    let (to, description) = (need(p.to, "--to B"), need(p.description, "--description D"));
     Ok(match p.kind {
-        Kind::Review => review_file(meta, p.llm, p.topic, now),
+        Kind::Review => layout::review_file(meta, p.llm, p.topic, &date),
         Kind::Response => {
-            let step = p
-                .step
-                .ok_or_else(|| Error::bad_input("a response file name needs `--step NN`"))?;
-            let (action, to) = (need(p.action, "--action X")?, need(p.to, "--to B")?);
-            let description = need(p.description, "--description D")?;
-            layout::review_response(
-                meta,
-                p.llm,
-                p.topic,
-                step,
-                &action,
-                &to,
-                &description,
-                &date,
-            )
+            let need_step = || Error::bad_input("a response file name needs `--step NN`");
+            let (step, action) = (p.step.ok_or_else(need_step)?, need(p.action, "--action X")?);
+            let (to, d) = (to?, description?);
+            layout::review_response(meta, p.llm, p.topic, step, &action, &to, &d, &date)
         }
         Kind::Changelog => {
-            let to = need(p.to, "--to B")?;
-            let description = need(p.description, "--description D")?;
-            layout::review_changelog(meta, p.llm, &to, p.topic, &description, &date)
+            let (to, d) = (to?, description?);
+            layout::review_changelog(meta, p.llm, &to, p.topic, &d, &date)
         }
     })
 }

@@ -98,9 +98,8 @@ impl Tracker {
         block.extend(head.lines().map(String::from));
         self.final_newline = true;
         self.splice(self.lines.len()..self.lines.len(), block)?;
-        self.find(name).ok_or_else(|| Error::Failed {
-            message: format!("cannot add a section to `{}`", self.path.display()),
-        })
+        let message = format!("cannot add a section to `{}`", self.path.display());
+        self.find(name).ok_or(Error::Failed { message })
     }
 
     fn append_to(&mut self, name: &str, block: Vec<String>) -> Result<()> {
@@ -117,9 +116,8 @@ impl Tracker {
             Block::Current => (self.index.current.clone(), heading(CURRENT) + 1),
             Block::Step(n) => {
                 let step = self.view.steps.get((n as usize).wrapping_sub(1));
-                let step = step.ok_or_else(|| Error::Failed {
-                    message: format!("`{}` has no step {n:02}", self.path.display()),
-                })?;
+                let message = format!("`{}` has no step {n:02}", self.path.display());
+                let step = step.ok_or(Error::Failed { message })?;
                 (step.fields.clone(), step.at + 1)
             }
         };
@@ -140,30 +138,18 @@ impl Tracker {
     /// Plan the next step, numbered after the last.
     pub(crate) fn push_step(&mut self, actor: &str, action: Action, input: &str) -> Result<()> {
         let number = self.view.steps.len() + 1;
-        let fields = [
-            ("Actor", actor),
-            ("Status", "planned"),
-            ("Action", action.as_str()),
-            ("Input", input),
-            ("Output", ""),
-            ("Summary", ""),
-            ("Next", ""),
-        ];
+        let keys = "Actor Status Action Input Output Summary Next".split(' ');
+        let values = [actor, "planned", action.as_str(), input, "", "", ""];
         let mut block = vec![format!("### {number:02}")];
-        block.extend(fields.map(|(k, v)| field_line(&format!("- **{k}:**"), v)));
+        block.extend((keys.zip(values)).map(|(k, v)| field_line(&format!("- **{k}:**"), v)));
         self.append_to(STEPS, block)
     }
 
     /// Add a row to the Issues table (creating the table when the section has none).
     pub(crate) fn add_issue(&mut self, issue: &Issue) -> Result<()> {
-        let values = [
-            issue.id.as_str(),
-            issue.severity.as_str(),
-            &issue.title,
-            issue.status.as_str(),
-            issue.resolution.as_deref().unwrap_or(""),
-        ]
-        .map(encode_cell);
+        let (severity, status) = (issue.severity.as_str(), issue.status.as_str());
+        let resolution = issue.resolution.as_deref().unwrap_or("");
+        let values = [&*issue.id, severity, &issue.title, status, resolution].map(encode_cell);
         let Some(table) = &self.index.table else {
             let block = ISSUES_HEADER.lines().map(String::from);
             return self.append_to(ISSUES, block.chain([render_row(&values)]).collect());
@@ -202,10 +188,8 @@ impl Tracker {
 
     pub(crate) fn add_agreement(&mut self, text: &str, disputed: bool) -> Result<()> {
         let sec = self.section(AGREEMENTS)?;
-        let at = match self.view.agreements.last() {
-            Some(a) => a.line + 1,
-            None => self.last_text(sec.heading, sec.end) + 1,
-        };
+        let last = self.view.agreements.last().map(|a| a.line);
+        let at = last.unwrap_or_else(|| self.last_text(sec.heading, sec.end)) + 1;
         let mark = if disputed { "[DISPUTED] " } else { "" };
         self.insert_in(&sec, at, vec![format!("- {mark}{text}")])
     }
@@ -213,10 +197,8 @@ impl Tracker {
     /// Store the prompt for `actor`'s step `number`, replacing an earlier prompt for that actor.
     pub(crate) fn set_prompt(&mut self, actor: &str, number: u32, text: &str) -> Result<()> {
         let fence = fence_for(text);
-        let mut block = vec![
-            format!("### For {actor} (step {number:02})"),
-            format!("{fence}text"),
-        ];
+        let heading = format!("### For {actor} (step {number:02})");
+        let mut block = vec![heading, format!("{fence}text")];
         block.extend(text.lines().map(|l| l.trim_end_matches('\r').to_string()));
         block.push(fence);
         let mine = |p: &&Prompt| p.is_for(actor);

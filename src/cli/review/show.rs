@@ -16,10 +16,7 @@ pub(super) fn show(s: &Shown, ctx: &Ctx) {
     let title = output::title(&format!("Review {}", s.topic), color);
     let mut out = vec![format!("{title} {}", output::clean(&s.tracker))];
     let participants: Vec<String> = (v.meta.participants.iter())
-        .map(|p| match &p.role {
-            Some(r) => format!("{} ({r})", p.name),
-            None => p.name.clone(),
-        })
+        .map(|p| p.name.clone() + &(p.role.as_ref()).map_or(String::new(), |r| format!(" ({r})")))
         .collect();
     for (k, val) in [
         ("Target", v.meta.target.clone()),
@@ -37,39 +34,32 @@ pub(super) fn show(s: &Shown, ctx: &Ctx) {
     if let Some(note) = &v.steps_note {
         out.push(format!("  {}", output::clean(note)));
     }
-    let rows = (v.steps.iter())
-        .map(|st| {
-            vec![
-                Cell::plain(format!("{:02}", st.number)),
-                Cell::plain(&st.actor),
-                Cell::plain(st.status.as_str()),
-                Cell::opt(st.action.map(Action::as_str)),
-                Cell::opt(st.summary.as_deref()),
-            ]
-        })
-        .collect();
-    out.push(output::table(
-        &["STEP", "ACTOR", "STATUS", "ACTION", "SUMMARY"],
-        rows,
-        color,
-    ));
+    let rows = (v.steps.iter()).map(|st| {
+        vec![
+            Cell::plain(format!("{:02}", st.number)),
+            Cell::plain(&st.actor),
+            Cell::plain(st.status.as_str()),
+            Cell::opt(st.action.map(Action::as_str)),
+            Cell::opt(st.summary.as_deref()),
+        ]
+    });
+    let headers = ["STEP", "ACTOR", "STATUS", "ACTION", "SUMMARY"];
+    out.push(output::table(&headers, rows.collect(), color));
     out.extend([String::new(), output::title("Issues", color)]);
     if v.issues.is_empty() {
         out.push("  No issues".into());
     } else {
-        let rows = (v.issues.iter())
-            .map(|i| {
-                vec![
-                    Cell::plain(&i.id),
-                    Cell::plain(i.severity.as_str()),
-                    Cell::plain(i.status.as_str()),
-                    Cell::plain(&i.title),
-                    Cell::opt(i.resolution.as_deref()),
-                ]
-            })
-            .collect();
+        let rows = (v.issues.iter()).map(|i| {
+            vec![
+                Cell::plain(&i.id),
+                Cell::plain(i.severity.as_str()),
+                Cell::plain(i.status.as_str()),
+                Cell::plain(&i.title),
+                Cell::opt(i.resolution.as_deref()),
+            ]
+        });
         let headers = ["ID", "SEVERITY", "STATUS", "TITLE", "RESOLUTION"];
-        out.push(output::table(&headers, rows, color));
+        out.push(output::table(&headers, rows.collect(), color));
     }
     if !v.agreements.is_empty() {
         out.extend([String::new(), output::title("Agreements", color)]);

@@ -33,8 +33,7 @@ pub struct CommitInfo {
 }
 
 impl Reviews {
-    /// Close a review: check the completion criteria, mark it closed, move it to `reviews/closed/`,
-    /// and with `commit` commit it (`summary` after `{topic} review: `).
+    /// Check the completion criteria, mark it closed, move it to `reviews/closed/`; maybe commit.
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {
@@ -43,19 +42,16 @@ impl Reviews {
                 Error::Failed { message }
             })?;
             if inside.is_err() {
-                return Err(Error::bad_input(format!(
-                    "`--commit` needs a git work tree, and `{}` is not in one",
-                    root.display()
-                )));
+                let shown = root.display();
+                let why = format!("`--commit` needs a git work tree, and `{shown}` is not in one");
+                return Err(Error::bad_input(why));
             }
         }
         let (guard, mut t) = self.begin(topic, None)?;
         let missing = missing_for_close(&t.view);
         if !missing.is_empty() {
-            return Err(Error::ReviewUnfinished {
-                topic: topic.to_string(),
-                missing,
-            });
+            let topic = topic.to_string();
+            return Err(Error::ReviewUnfinished { topic, missing });
         }
         let (active, closed) = (self.dir(false), self.dir(true));
         let closed_path = self.tracker_path(topic, true);
@@ -71,11 +67,8 @@ impl Reviews {
             t.set(Block::Step(open), &values)?;
         }
         t.set(Block::Meta, &[("Status", "closed")])?;
-        let values = [
-            ("Next actor", "none"),
-            ("Next action", "none (review closed)"),
-        ];
-        t.set(Block::Current, &values)?;
+        let action = ("Next action", "none (review closed)");
+        t.set(Block::Current, &[("Next actor", "none"), action])?;
         fsutil::ensure_dir(&closed)?;
         t.path = closed_path.clone();
         self.finish(&mut t)?;
@@ -170,18 +163,14 @@ fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
     let resolved = |i: &&Issue| i.status == IssueStatus::Resolved;
     let resolved = view.issues.iter().filter(resolved).count();
     let s = if resolved == 1 { "" } else { "s" };
-    let summary = summary
-        .map(one_line)
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| match view.issues.len() {
-            0 => "reviewed, no issues found".to_string(),
-            n if n == resolved => format!("{resolved} issue{s} resolved"),
-            n => format!("{resolved} of {n} issues resolved"),
-        });
-    let mut msg = format!("{topic} review: {summary}\n");
-    if !view.issues.is_empty() {
-        msg.push('\n');
-    }
+    let summary = summary.map(one_line).filter(|s| !s.is_empty());
+    let summary = summary.unwrap_or_else(|| match view.issues.len() {
+        0 => "reviewed, no issues found".to_string(),
+        n if n == resolved => format!("{resolved} issue{s} resolved"),
+        n => format!("{resolved} of {n} issues resolved"),
+    });
+    let gap = if view.issues.is_empty() { "" } else { "\n" };
+    let mut msg = format!("{topic} review: {summary}\n{gap}");
     for i in &view.issues {
         let wontfix = (i.status == IssueStatus::Wontfix).then_some(" (wontfix)");
         let text = i.resolution.as_ref().unwrap_or(&i.title);
@@ -239,10 +228,8 @@ mod tests {
     fn the_seed_commit_message() {
         let mut v = view_with("ISSUE-01 resolved Updated the design, ISSUE-02 wontfix", "");
         v.meta.participants[0].name = "claude".into();
-        v.meta.participants.push(Participant {
-            name: "Local".into(),
-            role: None,
-        });
+        let (name, role) = ("Local".into(), None);
+        v.meta.participants.push(Participant { name, role });
         let message = commit_message("rfd", &v, Some("align the design"));
         let want = "rfd review: align the design\n\n- ISSUE-01: Updated the design\n\
 - ISSUE-02: title of ISSUE-02 (wontfix)\n\nCo-Authored-By: Claude <noreply@anthropic.com>\n\

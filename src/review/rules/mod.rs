@@ -66,9 +66,8 @@ pub struct Shown {
 }
 
 impl Reviews {
-    /// The metadata folder `meta` of `ws` (absolute, inside the workspace; default
-    /// `<root>/.metadata`), for commands run by `actor`: its own `coord lock` on a tracker does
-    /// not stop it.
+    /// The metadata folder `meta` (absolute; default `<root>/.metadata`) of `ws`, used by `actor`,
+    /// whose own `coord lock` on a tracker does not stop it.
     pub fn new(ws: &Workspace, meta: Option<PathBuf>, actor: Option<AgentId>) -> Reviews {
         let meta = meta.unwrap_or_else(|| ws.root().join(layout::REVIEW_METADATA_DIR));
         let ws = ws.clone();
@@ -141,10 +140,8 @@ impl Reviews {
             return Err(Error::refused(Refusal::ReviewClosed, why, hint));
         };
         if t.view.meta.status == "closed" {
-            let why = format!(
-                "review `{topic}` is closed (`{}` says `Status: closed`)",
-                self.rel(&path)
-            );
+            let rel = self.rel(&path);
+            let why = format!("review `{topic}` is closed (`{rel}` says `Status: closed`)");
             return Err(Error::refused(Refusal::ReviewClosed, why, None));
         }
         self.check_not_locked(&path, actor.or(self.actor.as_ref()))?;
@@ -174,10 +171,8 @@ impl Reviews {
         let Some(rel) = self.ws.rel(path) else {
             return Ok(());
         };
-        let target = Target {
-            rel,
-            abs: path.to_path_buf(),
-        };
+        let abs = path.to_path_buf();
+        let target = Target { rel, abs };
         let (mut entries, now) = (lock::locks_of(&target), clock::now());
         let cache = &mut StateCache::default();
         lock::classify(self.ws.root(), &mut entries, cache, &now);
@@ -243,8 +238,7 @@ impl Reviews {
         Ok(rel)
     }
 
-    /// The conventional path of a file dated today; `to`, `step` and `action` default to the
-    /// tracker's other participant and open step when there is a tracker to read.
+    /// A conventional path for today; `to`, `step` and `action` default from the tracker, if any.
     pub fn conventional_path(&self, parts: NameParts<'_>) -> Result<PathBuf> {
         let view = self.load(parts.topic).ok().map(|(t, _)| t.view.clone());
         let other = view.as_ref().and_then(|v| v.meta.other_than(parts.llm));
@@ -267,11 +261,9 @@ impl Reviews {
         }
         self.edit(topic, None, |t| {
             let Some(n) = next_issue_number(&t.view) else {
-                return Err(Error::Corrupt {
-                    path: t.path.clone(),
-                    line: None,
-                    why: format!("its issues reach ISSUE-{}: no number is left", u32::MAX),
-                });
+                let why = format!("its issues reach ISSUE-{}: no number is left", u32::MAX);
+                let (path, line) = (t.path.clone(), None);
+                return Err(Error::Corrupt { path, line, why });
             };
             let issue = Issue {
                 id: format!("ISSUE-{n:02}"),
@@ -293,10 +285,8 @@ impl Reviews {
         status: IssueStatus,
         resolution: Option<&str>,
     ) -> Result<Issue> {
-        let resolution = resolution.map(one_line);
-        self.edit(topic, None, |t| {
-            t.set_issue(id, status, resolution.as_deref())
-        })
+        let r = resolution.map(one_line);
+        self.edit(topic, None, |t| t.set_issue(id, status, r.as_deref()))
     }
 
     /// Add a line to the Agreements Log: `- [DISPUTED] TEXT - ADOPTED`.
@@ -319,10 +309,9 @@ impl Reviews {
         }
         self.edit(topic, None, |t| {
             t.add_agreement(&text, disputed)?;
+            let message = "the agreement was not added".into();
             let added = t.view.agreements.last().cloned();
-            added.ok_or_else(|| Error::Failed {
-                message: "the agreement was not added".into(),
-            })
+            added.ok_or(Error::Failed { message })
         })
     }
 }
@@ -357,12 +346,9 @@ fn read_text(path: &Path) -> Result<Option<String>> {
     };
     String::from_utf8(bytes).map(Some).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-        Error::Corrupt {
-            path: path.to_path_buf(),
-            line: Some(line),
-            why: "it is not UTF-8 text".into(),
-        }
+        let line = Some(valid.iter().filter(|&&b| b == b'\n').count() + 1);
+        let (path, why) = (path.to_path_buf(), "it is not UTF-8 text".into());
+        Error::Corrupt { path, line, why }
     })
 }
 
@@ -372,10 +358,8 @@ pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
     let (mut found, mut bad) = (Vec::new(), Vec::new());
     let mut names = fsutil::list_names(&reviews.dir(false)).unwrap_or_default();
     names.sort();
-    for topic in names
-        .iter()
-        .filter_map(|n| layout::review_tracker_topic(n.to_str()?))
-    {
+    let topics = (names.iter()).filter_map(|n| layout::review_tracker_topic(n.to_str()?));
+    for topic in topics {
         let path = reviews.tracker_path(topic, false);
         match reviews.read(&path) {
             Ok(Some(t)) if t.view.meta.status != "closed" => {
@@ -429,10 +413,8 @@ pub(crate) mod tests {
     #[test]
     fn issues_are_numbered_above_the_highest() {
         assert_eq!(next_issue_number(&view_with("", "")), Some(1));
-        let v = view_with(
-            "ISSUE-07 open, issue-03 open, BUG-99 open, ISSUE-x open",
-            "",
-        );
+        let issues = "ISSUE-07 open, issue-03 open, BUG-99 open, ISSUE-x open";
+        let v = view_with(issues, "");
         assert_eq!(next_issue_number(&v), Some(8));
     }
 }

@@ -76,8 +76,7 @@ impl Reviews {
         })
     }
 
-    /// For step `open` of the tracker `tracker` (relative to the root): its output file, and the
-    /// prompt to paste: the `stored` one with how to record the step added, or coord's own.
+    /// Step `open`'s output file and prompt: the `stored` one plus how to record the step, or ours.
     pub(super) fn guide(
         &self,
         topic: &str,
@@ -108,10 +107,9 @@ impl Reviews {
         };
         let output = paths::conventional(&self.meta, &name, &clock::now()).ok();
         let output = output.map(|path| self.rel(&path));
+        let (act, out) = (action.as_str(), output.as_deref().unwrap_or("OUTPUT.md"));
         let note = format!(
-            "When you are done, end your output file with a `## {HANDOFF_HEADING}` section holding a complete prompt for the next actor, then record your step:\n\n    coord -a {actor_id} review step {topic} --action {} --output {} --summary \"...\" --next {other_id}",
-            action.as_str(),
-            output.as_deref().unwrap_or("OUTPUT.md"),
+            "When you are done, end your output file with a `## {HANDOFF_HEADING}` section holding a complete prompt for the next actor, then record your step:\n\n    coord -a {actor_id} review step {topic} --action {act} --output {out} --summary \"...\" --next {other_id}"
         );
         let role = v.meta.role_of(actor).map(|r| format!(", the {r},"));
         let prompt = match stored {
@@ -120,11 +118,10 @@ impl Reviews {
             None => format!(
                 "You are {actor}{} in the review `{topic}` of `{}`.\n\
 Read the tracker `{tracker}` first: it is the single source of truth. Do not edit other participants' output files.\n\
-Your task is step {:02} ({}): {}.\n\n{note}",
+Your task is step {:02} ({act}): {}.\n\n{note}",
                 role.unwrap_or_default(),
                 v.meta.target.as_deref().unwrap_or("the target"),
                 open.number,
-                action.as_str(),
                 TASKS[action as usize].replace("TOPIC", topic),
             ),
         };

@@ -86,29 +86,23 @@ impl Reviews {
             let next = next.map_or(req.next.name(), |p| &p.name).to_string();
             let role = view.meta.role_of(req.next.id());
             let next_action = (req.next_action).unwrap_or_else(|| usual_next(req.action, role));
-            let mut values = vec![
-                ("Status", req.status.as_str()),
-                ("Action", req.action.as_str()),
-            ];
+            let (status, action) = (req.status.as_str(), req.action.as_str());
+            let mut values = vec![("Status", status), ("Action", action)];
             values.extend(req.input.map(|i| ("Input", i.rel.as_str())));
-            values.extend([
-                ("Output", req.output.rel.as_str()),
-                ("Summary", &summary),
-                ("Next", &next),
-            ]);
+            let output = ("Output", req.output.rel.as_str());
+            values.extend([output, ("Summary", &summary), ("Next", &next)]);
             t.set(Block::Step(finished), &values)?;
             t.push_step(&next, next_action, &req.output.rel)?;
             let archived_to = self.archive(req.topic, t)?;
             let next_step = t.view.steps.len() as u32;
-            let next_action_text = format!("{} (step {next_step:02})", next_action.as_str());
-            let current = [
-                ("Next actor", next.as_str()),
-                ("Next action", &next_action_text),
-                ("Prompt for next actor", PROMPT_POINTER),
-            ];
+            let act = format!("{} (step {next_step:02})", next_action.as_str());
+            let pointer = ("Prompt for next actor", PROMPT_POINTER);
+            let current = [("Next actor", &*next), ("Next action", &act), pointer];
             t.set(Block::Current, &current)?;
             t.set_prompt(&next, next_step, &prompt)?;
             let stranger = role.is_none() && !view.meta.participants.is_empty();
+            let (name, topic) = (req.next.name(), req.topic);
+            let warning = format!("{name} is not a participant of review `{topic}`");
             Ok(StepOutcome {
                 tracker: self.rel(&t.path),
                 finished,
@@ -117,10 +111,7 @@ impl Reviews {
                 next_actor: next,
                 next_action,
                 archived_to,
-                warning: stranger.then(|| {
-                    let (name, topic) = (req.next.name(), req.topic);
-                    format!("{name} is not a participant of review `{topic}`")
-                }),
+                warning: stranger.then_some(warning),
             })
         })?;
         let event = Event::new(Kind::ReviewStep, req.actor.id())
@@ -147,9 +138,7 @@ impl Reviews {
         let name = layout::review_archive_name(topic);
         let note = |archived: usize| format!("{NOTE}{archived:02} archived to {name}");
         let noted = noted(t.view.steps_note.as_deref());
-        if let Some(e) = &existing
-            && already_archived(e, &taken, noted, before)
-        {
+        if (existing.as_deref()).is_some_and(|e| already_archived(e, &taken, noted, before)) {
             t.set_steps_note(&note(before))?;
             return Ok(Some(self.rel(&archive)));
         }

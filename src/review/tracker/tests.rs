@@ -95,14 +95,13 @@ fn corrupt_trackers_name_the_line() {
         ("| ISSUE-04 | low |", "| ISSUE-04 | low | x |", Some(56)),
         ("| ISSUE-04 | low |", "| ISSUE-04 | tiny |", Some(56)),
         ("## Agreements Log", "## Meta", Some(58)),
+        // Whole files in place of HAND.
+        (HAND, "# nothing\n", None),
+        (HAND, "\u{0}\u{1}binary", None),
+        (HAND, TEMPLATE, Some(8)),
     ];
-    let cases = cases.map(|(from, to, line)| (HAND.replace(from, to), line));
-    let others = [
-        ("# nothing\n", None),
-        ("\u{0}\u{1}binary", None),
-        (TEMPLATE, Some(8)),
-    ];
-    for (text, line) in cases.into_iter().chain(others.map(|(t, l)| (t.into(), l))) {
+    for (from, to, line) in cases {
+        let text = HAND.replace(from, to);
         match parse(&text) {
             Err(Error::Corrupt { line: l, .. }) => assert_eq!(l, line, "{text}"),
             other => panic!("expected Corrupt at {line:?}, got {other:?}"),
