@@ -238,8 +238,9 @@ impl Serialize for RemoteStatus {
     }
 }
 
-/// What a session's start tells its agent: agents, the locks coord took (no walk of the tree: a
-/// session starts as fast in a repository of a million files), claims, reviews and dialogue.
+/// What a session's start tells its agent: agents, their locks (coord's from its index, those
+/// made by hand at hand: no walk of the tree, so a session starts as fast in a repository of a
+/// million files), claims, reviews and dialogue.
 pub fn glance(ws: &Workspace) -> Status {
     Status {
         reviews: review::rules::open_reviews(ws).0,
@@ -248,7 +249,7 @@ pub fn glance(ws: &Workspace) -> Status {
 }
 
 /// What both views start from: the root, the agents as their presences say, every lock (those
-/// of removed work trees included; found by a `walk` too, or from the index only), every claim,
+/// of removed work trees included; those made by hand found by a `walk`, or at hand), every claim,
 /// the dialogue and the unreadable presences; and the presences, the agents' states and every
 /// lock judged.
 fn look(
@@ -258,7 +259,11 @@ fn look(
 ) -> (Status, Vec<Presence>, StateCache, Vec<LockEntry>) {
     let (presences, unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
-    let entries = lock::scan_judged(ws, &mut cache, now, walk);
+    let hand = match walk {
+        true => lock::HandMade::Walk,
+        false => lock::HandMade::AtHand(&presences),
+    };
+    let entries = lock::scan_judged(ws, &mut cache, now, hand);
     let locks = entries.iter().map(|e| lock_view(e, ws, now));
     let claims = lock::claim::judged(ws.root(), &mut cache, now);
     let st = Status {
@@ -504,7 +509,7 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
     let mut of_files = lock::locks_of_each(&targets).into_iter();
     // Every lock, only when a claim is asked about.
     let every: Vec<LockEntry> = if args.iter().any(|a| matches!(a, FileArg::Claim(_))) {
-        lock::scan_judged(ws, &mut cache, &now, true)
+        lock::scan_judged(ws, &mut cache, &now, lock::HandMade::Walk)
     } else {
         Vec::new()
     };

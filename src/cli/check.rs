@@ -52,7 +52,7 @@ pub fn collect(
     let now = clock::now();
     let (presences, mut unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, &now);
-    let entries = lock::scan_judged(ws, &mut cache, &now, true);
+    let entries = lock::scan_judged(ws, &mut cache, &now, lock::HandMade::Walk);
     unreadable.extend(lock::unreadable(&entries, ws));
     let mut agents: Vec<AgentView> = presences
         .iter()

@@ -36,8 +36,10 @@ pub use remote_claim::{
 #[cfg(test)]
 pub(crate) use scan::folder_listings;
 pub(crate) use scan::join_roster;
+pub use scan::{
+    HandMade, locks_of, locks_of_each, scan_judged, scan_tree, try_locks_each, unreadable,
+};
 use scan::{list_locks_each, own_locks_listed};
-pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_each, unreadable};
 
 /// What this clone's agents edit now (`working_on` on the remote): their indexed locks, sorted.
 pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {

@@ -291,20 +291,71 @@ fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {
     Some(e)
 }
 
-/// Every lock in the workspace, judged as of `now`; without `walk`, only those coord's index
-/// names (every lock coord took, in every work tree: the cost grows with locks, not with files).
+/// Where [`scan_judged`] looks for the locks made by hand (coord's own are in its index).
+#[derive(Debug, Clone, Copy)]
+pub enum HandMade<'a> {
+    /// In every folder git does not ignore (the views).
+    Walk,
+    /// In each work tree's top folder, and at the `current_file` each of these presences names
+    /// (as seed 001's agents keep it): no walk, so the cost grows with agents, not with files.
+    AtHand(&'a [presence::Presence]),
+}
+
+/// Every lock in the workspace (those made by hand where `hand` says), judged as of `now`.
 pub fn scan_judged(
     ws: &Workspace,
     cache: &mut StateCache,
     now: &Timestamp,
-    walk: bool,
+    hand: HandMade<'_>,
 ) -> Vec<LockEntry> {
-    let mut entries = match walk {
-        true => scan_tree(ws),
-        false => with_indexed(ws, &tops(ws.root()), Vec::new()),
+    let mut entries = match hand {
+        HandMade::Walk => scan_tree(ws),
+        HandMade::AtHand(presences) => {
+            let tops = tops(ws.root());
+            let found = tops
+                .iter()
+                .flat_map(|top| at_hand(top, presences))
+                .collect();
+            with_indexed(ws, &tops, found)
+        }
     };
     classify(ws.root(), &mut entries, cache, now);
     entries
+}
+
+/// The lock files in the work tree `top`'s top folder and at each presence's `current_file`.
+fn at_hand(top: &Path, presences: &[presence::Presence]) -> Vec<LockEntry> {
+    let tree = Workspace::at(top.to_path_buf());
+    let listed = (fsutil::list_names(top).unwrap_or_default().into_iter()).map(|n| top.join(n));
+    let pointed = presences.iter().filter_map(|p| {
+        let file = p.field("current_file").filter(|f| *f != "-")?;
+        pointed_at(top, file, &p.id)
+    });
+    let mut found: Vec<LockEntry> = (listed.chain(pointed))
+        .filter_map(|path| lock_at(&tree, &path))
+        .collect();
+    found.sort_by(|a, b| a.lock_path.cmp(&b.lock_path));
+    found.dedup_by(|a, b| a.lock_path == b.lock_path);
+    found
+}
+
+/// `agent`'s lock of `file` below `top`, when every folder on the way is a real one (no `..`,
+/// no link followed out of the tree).
+fn pointed_at(top: &Path, file: &str, agent: &str) -> Option<PathBuf> {
+    use std::path::Component::Normal;
+    let parts: Vec<_> = Path::new(file).components().collect();
+    let (Normal(name), folders) = parts.split_last()? else {
+        return None;
+    };
+    let mut dir = top.to_path_buf();
+    for part in folders {
+        let Normal(part) = part else { return None };
+        dir.push(part);
+        if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            return None;
+        }
+    }
+    Some(layout::lock_file(&dir.join(name), agent))
 }
 
 /// Files the scan could not read as lock records, for `status`.

@@ -183,6 +183,49 @@ fn session_start_lists_others_their_locks_and_my_messages() {
         .stdout_has("claude-7684f1ed");
 }
 
+/// An agent following seed 001 by hand (its presence file written by hand, its lock files
+/// made by hand) is seen at a session's start without a walk of the tree: its lock in the
+/// folder's top, and the one its presence's `current_file` names in a subfolder.
+#[test]
+fn session_start_names_the_locks_an_agent_made_by_hand() {
+    let env = Env::new();
+    let now = crate::rigs::local_stamp();
+    env.write(
+        ".carol_presence",
+        format!(
+            "Agent: carol\nstatus: ACTIVE\nstarted: {now}\nheartbeat: {now}\n\
+             working_on: the spec\ncurrent_file: docs/spec/api.md\nlock_status: LOCKED\n"
+        ),
+    );
+    env.write("docs/spec/api.md", "api\n");
+    env.write(
+        "docs/spec/api.md.lock.carol",
+        crate::rigs::seed_lock("docs/spec/api.md", "carol", &now),
+    );
+    env.write("PROTOKOL.md", "log\n");
+    env.write(
+        "PROTOKOL.md.lock.carol",
+        crate::rigs::seed_lock("PROTOKOL.md", "carol", &now),
+    );
+    // A presence pointing out of the tree, through `..` or a link, is not followed there.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("x.md.lock.dave"), "Agent: dave\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), env.path("docs/out")).unwrap();
+    let depth = env.root().components().count() - 1;
+    let up = format!("{}{}/x.md", "../".repeat(depth), outside.path().display());
+    for (name, file) in [("dave", "docs/out/x.md"), ("erin", up.as_str())] {
+        env.write(
+            &format!(".{name}_presence"),
+            format!("Agent: {name}\nstatus: ACTIVE\nheartbeat: {now}\ncurrent_file: {file}\n"),
+        );
+    }
+    let text = session_start_context(&env);
+    assert!(text.contains("carol (working on the spec)"), "{text}");
+    assert!(text.contains("PROTOKOL.md (held by carol"), "{text}");
+    assert!(text.contains("docs/spec/api.md (held by carol"), "{text}");
+    assert!(!text.contains("x.md"), "{text}");
+}
+
 /// The context Claude Code's SessionStart hook (the recorded payload) gives the model.
 fn session_start_context(env: &Env) -> String {
     start_context(
