@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ParseOptions;
-use jsonc_parser::cst::{CstNode, CstObject, CstRootNode};
+use jsonc_parser::cst::{CstNode, CstObject, CstObjectProp, CstRootNode};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -485,14 +485,9 @@ fn cut_coords_names(obj: &CstObject, key: &str) -> bool {
 
 /// Remove `obj[key]` when it is an empty object or list (coord's entries were all it held).
 fn drop_empty(obj: &CstObject, key: &str) {
-    let empty_object = obj
-        .object_value(key)
-        .is_some_and(|o| o.properties().is_empty());
-    let empty = empty_object
-        || obj
-            .array_value(key)
-            .is_some_and(|a| a.elements().is_empty());
-    if let Some(p) = obj.get(key).filter(|_| empty) {
+    let value = |p: &CstObjectProp| p.value().and_then(|v| v.to_serde_value());
+    let empty = |v: Value| v == Value::Object(Default::default()) || v == Value::Array(vec![]);
+    if let Some(p) = obj.get(key).filter(|p| value(p).is_some_and(empty)) {
         p.remove();
     }
 }
