@@ -331,11 +331,10 @@ pub(crate) fn merge_hooks(
     set: &HookSet,
     style: HookStyle,
 ) -> Result<()> {
-    let versioned = matches!(
+    if matches!(
         style,
         HookStyle::Copilot | HookStyle::Flat { version: true }
-    );
-    if versioned {
+    ) {
         doc.entry("version").or_insert(json!(1));
     }
     let hooks = object_at(doc, "hooks", file)?;
