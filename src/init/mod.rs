@@ -280,13 +280,10 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
         .as_table_like_mut()
         .ok_or_else(|| cannot_merge(&format!("`{rel}`: `mcp_servers` is not a table")))?;
     if !servers.contains_key("coord") {
-        let mut t = toml_edit::Table::new();
-        t.insert("command", toml_edit::value(COORD));
-        t.insert(
-            "args",
-            toml_edit::value(toml_edit::Array::from_iter(["mcp"])),
-        );
-        servers.insert("coord", toml_edit::Item::Table(t));
+        let mut t = toml_edit::table();
+        t["command"] = toml_edit::value(COORD);
+        t["args"] = toml_edit::value(toml_edit::Array::from_iter(["mcp"]));
+        servers.insert("coord", t);
     }
     if let Some(features) = doc.get_mut("features").and_then(|f| f.as_table_like_mut())
         && features.get("codex_hooks").and_then(|v| v.as_bool()) == Some(true)
