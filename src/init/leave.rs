@@ -335,14 +335,9 @@ fn refuse_live_locks(
     let named: Vec<String> = live
         .iter()
         .map(|(e, top)| {
-            format!(
-                "`{}` is locked by {} since {} ({}, in {})",
-                e.file,
-                e.holder(),
-                lock::format_since(e.since.as_ref(), &now),
-                e.state.as_str(),
-                top.display()
-            )
+            let (file, holder, state, top) = (&e.file, e.holder(), e.state.as_str(), top.display());
+            let since = lock::format_since(e.since.as_ref(), &now);
+            format!("`{file}` is locked by {holder} since {since} ({state}, in {top})")
         })
         .collect();
     Err(Error::refused(
