@@ -190,7 +190,6 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The clients' names, separated by commas.
 fn names<'a>(clients: impl IntoIterator<Item = &'a Client>) -> String {
     let names: Vec<&str> = clients.into_iter().map(|c| c.as_str()).collect();
     names.join(", ")

@@ -219,7 +219,6 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
     }
 }
 
-/// The files git tracks in the work tree `top`.
 fn tracked_set(top: &Path) -> HashSet<String> {
     guard::tracked(top)
         .unwrap_or_default()

@@ -388,7 +388,6 @@ fn invalid(file: &str, what: &str, why: impl std::fmt::Display, run: &str) -> Er
     ))
 }
 
-/// The refusal of a file that is not UTF-8 text.
 fn not_utf8(file: &str) -> Error {
     Error::bad_input(format!("`{file}` is not UTF-8 text (nothing was written)"))
 }
