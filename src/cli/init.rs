@@ -190,7 +190,6 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The clients' names, separated by commas.
 fn names<'a>(clients: impl IntoIterator<Item = &'a Client>) -> String {
     let names: Vec<&str> = clients.into_iter().map(|c| c.as_str()).collect();
     names.join(", ")
@@ -307,18 +306,11 @@ fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<
 
 /// The past of `action` (`create` → `Created`), or `Would create` with `--dry-run`.
 fn change_verb(dry_run: bool, action: &str) -> String {
-    if dry_run {
-        return format!("Would {action}");
+    match (dry_run, action) {
+        (true, _) => format!("Would {action}"),
+        (false, "stop") => "Stopped".into(),
+        _ => format!("{}{}d", action[..1].to_uppercase(), &action[1..]),
     }
-    match action {
-        "create" => "Created",
-        "restore" => "Restored",
-        "delete" => "Deleted",
-        "remove" => "Removed",
-        "stop" => "Stopped",
-        _ => "Updated",
-    }
-    .to_string()
 }
 
 /// Whether a client runs this folder's hooks, and the step that makes it (for `init` and

@@ -90,23 +90,12 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
         Ok(TreeWiring { root, removal })
     });
     let trees = trees.collect::<Result<Vec<_>>>()?;
-    let gone = |path: &Path, what| Gone {
-        path: path.display().to_string(),
-        what,
-    };
-    let mut removed: Vec<Gone> = found.files.iter().map(|(p, what)| gone(p, what)).collect();
-    let mut kept = Vec::new();
-    for (path, twin) in found.copies {
-        if yes {
-            removed.push(gone(&path, "a backup or refused write (--yes)"));
-        } else {
-            kept.push(Kept {
-                path: path.display().to_string(),
-                differs_from: twin.display().to_string(),
-            });
-        }
+    let (mut removed, mut kept) = (found.files, found.copies);
+    if yes {
+        let what = "a backup or refused write (--yes)";
+        removed.extend(kept.drain(..).map(|k| Gone { path: k.path, what }));
     }
-    removed.extend(found.state_dirs.iter().map(|d| gone(d, STATE)));
+    removed.extend(found.state_dirs);
 
     // The guard's hooks, in each folder git takes them from (one for most repositories).
     let mut hooks = Vec::new();
@@ -182,14 +171,20 @@ pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
 /// What the walk of the work trees found.
 #[derive(Default)]
 struct Found {
-    /// coord's files that go: path, what.
-    files: Vec<(PathBuf, &'static str)>,
-    /// Backups and refused writes that differ from their file: path, the file.
-    copies: Vec<(PathBuf, PathBuf)>,
+    /// coord's files that go.
+    files: Vec<Gone>,
+    /// Backups and refused writes that differ from their file.
+    copies: Vec<Kept>,
     /// The files of lock files (read as locks), with their tree's top level.
     locks: Vec<(PathBuf, PathBuf)>,
     /// `.coord/` folders.
-    state_dirs: Vec<PathBuf>,
+    state_dirs: Vec<Gone>,
+}
+
+/// `path` as one of coord's files or folders that goes.
+fn gone(path: &Path, what: &'static str) -> Gone {
+    let path = path.display().to_string();
+    Gone { path, what }
 }
 
 /// Walk `dir` (in the work tree `top`), never following a link nor entering `.git`, another work
@@ -213,7 +208,7 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
                 classify_file(top, &path, name, found);
             }
         } else if name == layout::STATE_DIR {
-            found.state_dirs.push(path);
+            found.state_dirs.push(gone(&path, STATE));
         } else if name != ".git" && !tops.contains(&path) {
             match std::fs::symlink_metadata(path.join(".git")) {
                 Ok(git) if git.is_file() => walk(&path, &path, tops, &tracked_set(&path), found),
@@ -224,7 +219,6 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
     }
 }
 
-/// The files git tracks in the work tree `top`.
 fn tracked_set(top: &Path) -> HashSet<String> {
     guard::tracked(top)
         .unwrap_or_default()
@@ -256,7 +250,8 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
         reads(["from", "protocol"]).then_some("a handshake file")
     } else if let Some(twin) = copy_of(path, name) {
         if !same_bytes(path, &twin) {
-            found.copies.push((path.to_path_buf(), twin));
+            let (path, differs_from) = (path.display().to_string(), twin.display().to_string());
+            found.copies.push(Kept { path, differs_from });
             return;
         }
         Some(match layout::is_backup_name(name) {
@@ -267,7 +262,7 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
         None
     };
     if let Some(what) = what {
-        found.files.push((path.to_path_buf(), what));
+        found.files.push(gone(path, what));
     }
 }
 
@@ -339,14 +334,9 @@ fn refuse_live_locks(
     let named: Vec<String> = live
         .iter()
         .map(|(e, top)| {
-            format!(
-                "`{}` is locked by {} since {} ({}, in {})",
-                e.file,
-                e.holder(),
-                lock::format_since(e.since.as_ref(), &now),
-                e.state.as_str(),
-                top.display()
-            )
+            let (file, holder, state, top) = (&e.file, e.holder(), e.state.as_str(), top.display());
+            let since = lock::format_since(e.since.as_ref(), &now);
+            format!("`{file}` is locked by {holder} since {since} ({state}, in {top})")
         })
         .collect();
     Err(Error::refused(

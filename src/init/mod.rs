@@ -280,13 +280,10 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
         .as_table_like_mut()
         .ok_or_else(|| cannot_merge(&format!("`{rel}`: `mcp_servers` is not a table")))?;
     if !servers.contains_key("coord") {
-        let mut t = toml_edit::Table::new();
-        t.insert("command", toml_edit::value(COORD));
-        t.insert(
-            "args",
-            toml_edit::value(toml_edit::Array::from_iter(["mcp"])),
-        );
-        servers.insert("coord", toml_edit::Item::Table(t));
+        let mut t = toml_edit::table();
+        t["command"] = toml_edit::value(COORD);
+        t["args"] = toml_edit::value(toml_edit::Array::from_iter(["mcp"]));
+        servers.insert("coord", t);
     }
     if let Some(features) = doc.get_mut("features").and_then(|f| f.as_table_like_mut())
         && features.get("codex_hooks").and_then(|v| v.as_bool()) == Some(true)
@@ -331,11 +328,10 @@ pub(crate) fn merge_hooks(
     set: &HookSet,
     style: HookStyle,
 ) -> Result<()> {
-    let versioned = matches!(
+    if matches!(
         style,
         HookStyle::Copilot | HookStyle::Flat { version: true }
-    );
-    if versioned {
+    ) {
         doc.entry("version").or_insert(json!(1));
     }
     let hooks = object_at(doc, "hooks", file)?;
@@ -392,7 +388,6 @@ fn invalid(file: &str, what: &str, why: impl std::fmt::Display, run: &str) -> Er
     ))
 }
 
-/// The refusal of a file that is not UTF-8 text.
 fn not_utf8(file: &str) -> Error {
     Error::bad_input(format!("`{file}` is not UTF-8 text (nothing was written)"))
 }
@@ -546,16 +541,13 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn blocks_are_appended_then_replaced_in_place() {
+    fn blocks_are_appended_then_replaced_in_place_and_an_unterminated_one_refused() {
         let once = with_block("# Title\r\nkeep me", "<b>", "<e>", "one").unwrap();
         assert_eq!(once, "# Title\r\nkeep me\n\n<b>\none\n<e>\n");
         let twice = with_block(&once, "<b>", "<e>", "two").unwrap();
         assert_eq!(twice, "# Title\r\nkeep me\n\n<b>\ntwo\n<e>\n");
         assert_eq!(with_block(&twice, "<b>", "<e>", "two").unwrap(), twice);
-    }
-
-    #[test]
-    fn an_unterminated_block_is_reported_with_its_line() {
+        // An unterminated block is reported with its line.
         assert_eq!(find_block("a\n<b>\nmine\n", "<b>", "<e>"), Err(2));
         assert_eq!(find_block("<b>\n<b>\nx\n<e>\n", "<b>", "<e>"), Err(1));
         assert!(with_block("a\n<b>\nmine\n", "<b>", "<e>", "x").is_err());

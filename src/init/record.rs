@@ -43,15 +43,14 @@ impl Record {
 
     /// Note the folders from `dir` up to the root that do not exist yet.
     pub fn note_dirs(&mut self, root: &Path, dir: &Path) {
-        let mut missing: Vec<String> = dir
+        let missing: Vec<String> = dir
             .ancestors()
             .take_while(|d| *d != root && d.starts_with(root))
             .filter(|d| std::fs::symlink_metadata(d).is_err())
             .filter_map(|d| d.strip_prefix(root).ok())
             .map(|d| d.to_string_lossy().into_owned())
             .collect();
-        missing.reverse();
-        for d in missing {
+        for d in missing.into_iter().rev() {
             if !self.dirs.contains(&d) {
                 self.dirs.push(d);
             }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ParseOptions;
-use jsonc_parser::cst::{CstNode, CstObject, CstRootNode};
+use jsonc_parser::cst::{CstNode, CstObject, CstObjectProp, CstRootNode};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -257,12 +257,10 @@ fn pruned(value: Value) -> Value {
         v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(|o| o.is_empty())
     };
     match value {
-        Value::Object(o) => Value::Object(
-            o.into_iter()
-                .map(|(k, v)| (k, pruned(v)))
-                .filter(|(_, v)| !empty(v))
-                .collect(),
-        ),
+        Value::Object(o) => {
+            let o = o.into_iter().map(|(k, v)| (k, pruned(v)));
+            Value::Object(o.filter(|(_, v)| !empty(v)).collect())
+        }
         Value::Array(a) => Value::Array(a.into_iter().map(pruned).collect()),
         v => v,
     }
@@ -434,19 +432,12 @@ fn strip_approvals(text: &str, others: bool) -> std::result::Result<Option<Strin
         return Ok(Some(text.to_string()));
     }
     let cut = |obj: &CstObject| {
-        let mut cut = false;
-        for key in ["enabledMcpjsonServers", "disabledMcpjsonServers"] {
-            cut |= cut_coords_names(obj, key);
-        }
-        if let Some(perms) = obj.object_value("permissions") {
-            let mut removed = false;
-            for key in ["allow", "deny", "ask"] {
-                removed |= cut_coords_names(&perms, key);
-            }
-            if removed {
-                drop_empty(obj, "permissions");
-            }
-            cut |= removed;
+        let mut cut = cut_coords_names(obj, &["enabledMcpjsonServers", "disabledMcpjsonServers"]);
+        if let Some(perms) = obj.object_value("permissions")
+            && cut_coords_names(&perms, &["allow", "deny", "ask"])
+        {
+            drop_empty(obj, "permissions");
+            cut = true;
         }
         if !others
             && let Some(p) = obj.get("enableAllProjectMcpServers")
@@ -460,39 +451,35 @@ fn strip_approvals(text: &str, others: bool) -> std::result::Result<Option<Strin
     cut_jsonc(text, cut, |obj| obj.properties().is_empty())
 }
 
-/// Take coord's names (`coord`, `mcp__coord`, `mcp__coord__TOOL`) out of the list `obj[key]`,
-/// and the list when that empties it; whether any was there.
-fn cut_coords_names(obj: &CstObject, key: &str) -> bool {
-    let Some(list) = obj.array_value(key) else {
-        return false;
+/// Take coord's names (`coord`, `mcp__coord`, `mcp__coord__TOOL`) out of the list `obj[key]`
+/// for each of `keys`, and a list that empties; whether any was there.
+fn cut_coords_names(obj: &CstObject, keys: &[&str]) -> bool {
+    let coords = |e: &CstNode| {
+        let name = e.to_serde_value().unwrap_or(Value::Null);
+        let name = name.as_str().unwrap_or_default();
+        name == "coord" || name == "mcp__coord" || name.starts_with("mcp__coord__")
     };
     let mut removed = false;
-    for e in list.elements() {
-        let name = e.to_serde_value().unwrap_or(Value::Null);
-        if name
-            .as_str()
-            .is_some_and(|s| s == "coord" || s == "mcp__coord" || s.starts_with("mcp__coord__"))
-        {
-            e.remove();
+    for key in keys {
+        let list = obj
+            .array_value(key)
+            .map(|l| l.elements())
+            .unwrap_or_default();
+        let mine: Vec<CstNode> = list.into_iter().filter(coords).collect();
+        if !mine.is_empty() {
+            mine.into_iter().for_each(CstNode::remove);
+            drop_empty(obj, key);
             removed = true;
         }
-    }
-    if removed {
-        drop_empty(obj, key);
     }
     removed
 }
 
 /// Remove `obj[key]` when it is an empty object or list (coord's entries were all it held).
 fn drop_empty(obj: &CstObject, key: &str) {
-    let empty_object = obj
-        .object_value(key)
-        .is_some_and(|o| o.properties().is_empty());
-    let empty = empty_object
-        || obj
-            .array_value(key)
-            .is_some_and(|a| a.elements().is_empty());
-    if let Some(p) = obj.get(key).filter(|_| empty) {
+    let value = |p: &CstObjectProp| p.value().and_then(|v| v.to_serde_value());
+    let empty = |v: Value| v == Value::Object(Default::default()) || v == Value::Array(vec![]);
+    if let Some(p) = obj.get(key).filter(|p| value(p).is_some_and(empty)) {
         p.remove();
     }
 }
@@ -537,12 +524,9 @@ mod tests {
     fn only_inits_entries_are_cut_from_json() {
         let text = "{\n  // mine\n  \"hooks\": {\n    \"Stop\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"./mine.sh\"}]},\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"coord hook claude\"}]}\n    ]\n  },\n  \"mcpServers\": {\"coord\": {\"command\": \"coord\", \"args\": [\"mcp\"]}}\n}\n";
         let out = strip_json(text, &["claude"], true).unwrap().unwrap();
+        let kept = out.contains("// mine") && out.contains("./mine.sh");
         assert!(
-            out.contains("// mine") && out.contains("./mine.sh"),
-            "{out}"
-        );
-        assert!(
-            !out.contains("coord hook") && !out.contains("mcpServers"),
+            kept && !out.contains("coord hook") && !out.contains("mcpServers"),
             "{out}"
         );
         assert_eq!(
