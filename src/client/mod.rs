@@ -213,14 +213,19 @@ pub struct Adapter {
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<PluginKind>,
     gate: Gate,
+    /// The one step that opens the gate: `{root}` the folder, `{config}` the gate's file.
+    step: &'static str,
 }
 
-/// What makes a client run a folder's hooks: nothing (why, and the step, `{root}` for the
-/// folder), or its config, read by the first function (`Err`: a verdict reached early), with the
-/// step the second says.
+/// What makes a client run a folder's hooks: nothing (why), or its config, read by the function
+/// (`Err`: a verdict reached early), with the file its step names (`{config}`) and its default.
 enum Gate {
-    Open(&'static str, &'static str),
-    Config(fn(&Path) -> Result<Trust, Trust>, fn(&Path) -> String),
+    Open(&'static str),
+    Config(
+        fn(&Path) -> Result<Trust, Trust>,
+        fn() -> Option<PathBuf>,
+        &'static str,
+    ),
 }
 
 impl Adapter {
@@ -235,13 +240,17 @@ impl Adapter {
     /// Whether the client will run the hooks of `root`, as far as its config shows, and the one
     /// step that makes it.
     pub fn trust(&self, root: &Path) -> (Trust, String) {
-        match self.gate {
-            Gate::Open(why, step) => (
-                Trust::new(HooksRun::Yes, why),
-                step.replace("{root}", &root.display().to_string()),
+        let (trust, config) = match self.gate {
+            Gate::Open(why) => (Trust::new(HooksRun::Yes, why), String::new()),
+            Gate::Config(trust, file, default) => (
+                trust(root).unwrap_or_else(|early| early),
+                file().map_or(default.into(), |p| p.display().to_string()),
             ),
-            Gate::Config(trust, step) => (trust(root).unwrap_or_else(|early| early), step(root)),
-        }
+        };
+        let root = root.display().to_string();
+        let fill = |part: &str| part.replace("{config}", &config);
+        let step: Vec<_> = self.step.split("{root}").map(fill).collect();
+        (trust, step.join(&root))
     }
 
     /// Whether coord writes a user-level plugin for it (`coord plugin write`).
@@ -389,7 +398,8 @@ const BASE: Adapter = Adapter {
     headless: |_, _| false,
     executables: &[],
     plugin: None,
-    gate: Gate::Config(|_| Ok(Trust::new(HooksRun::Unknown, "")), |_| String::new()),
+    gate: Gate::Config(|_| Ok(Trust::new(HooksRun::Unknown, "")), || None, ""),
+    step: "",
 };
 
 const MCP_JSON: Wire = Wire::Json(".mcp.json", false, None, Some(McpStyle::Servers));
@@ -433,7 +443,8 @@ const CLAUDE: Adapter = Adapter {
         manifest: "coord/.claude-plugin/plugin.json",
         paths: None,
     }),
-    gate: Gate::Config(trust::claude, trust::claude_step),
+    gate: Gate::Config(trust::claude, trust::claude_config, "~/.claude.json"),
+    step: "run `claude` in {root} once and accept the trust dialog (or set `projects[\"{root}\"].hasTrustDialogAccepted: true` in {config})",
     ..BASE
 };
 
@@ -471,7 +482,8 @@ const CODEX: Adapter = Adapter {
         manifest: "coord/.codex-plugin/plugin.json",
         paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
     }),
-    gate: Gate::Config(trust::codex, trust::codex_step),
+    gate: Gate::Config(trust::codex, || None, ""),
+    step: "run `codex` in {root} once, trust the folder, and at \"Hooks need review\" choose \"Trust all and continue\" (or trust them with `/hooks`); `codex exec` skips untrusted hooks",
     ..BASE
 };
 
@@ -515,7 +527,12 @@ const GEMINI: Adapter = Adapter {
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
     plugin: Some(PluginKind::Extension("gemini-extension.json")),
-    gate: Gate::Config(trust::gemini, trust::gemini_step),
+    gate: Gate::Config(
+        trust::gemini,
+        trust::gemini_folders,
+        "~/.gemini/trustedFolders.json",
+    ),
+    step: "run `gemini` in {root} and choose \"Trust folder\" (or add `\"{root}\": \"TRUST_FOLDER\"` to {config})",
     ..BASE
 };
 
@@ -578,7 +595,12 @@ const COPILOT: Adapter = Adapter {
         manifest: "coord/.github/plugin/plugin.json",
         paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
     }),
-    gate: Gate::Config(trust::copilot, trust::copilot_step),
+    gate: Gate::Config(
+        trust::copilot,
+        trust::copilot_config,
+        "~/.copilot/config.json",
+    ),
+    step: "run `copilot` in {root} and trust the folder for future sessions (or add `\"{root}\"` to `trustedFolders` in {config}; `copilot -p --trust-folder` trusts it for one run)",
     ..BASE
 };
 
@@ -601,7 +623,12 @@ const QWEN: Adapter = Adapter {
     instruction_file: Some("QWEN.md"),
     wiring: &[Wire::settings(".qwen/settings.json")],
     plugin: Some(PluginKind::Extension("qwen-extension.json")),
-    gate: Gate::Config(trust::qwen, trust::qwen_step),
+    gate: Gate::Config(
+        trust::qwen,
+        trust::qwen_folders,
+        "~/.qwen/trustedFolders.json",
+    ),
+    step: "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {root} and trust the folder (or add `\"{root}\": \"TRUST_FOLDER\"` to {config})",
     ..BASE
 };
 
@@ -642,10 +669,8 @@ const OPENCODE: Adapter = Adapter {
         install: "opencode plugin -g {dir}",
         uninstall: "# OpenCode has no command for it: delete {dir} from \"plugin\" in ~/.config/opencode/opencode.jsonc",
     }),
-    gate: Gate::Open(
-        "OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)",
-        "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder",
-    ),
+    gate: Gate::Open("OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)"),
+    step: "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder",
     ..BASE
 };
 
@@ -674,10 +699,8 @@ const CLINE: Adapter = Adapter {
         install: "cline plugin install {dir}",
         uninstall: "cline plugin uninstall coord",
     }),
-    gate: Gate::Open(
-        "Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)",
-        "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace",
-    ),
+    gate: Gate::Open("Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)"),
+    step: "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace",
     ..BASE
 };
 
@@ -740,8 +763,8 @@ const CURSOR: Adapter = Adapter {
     executables: &["cursor-agent", "cursor"],
     gate: Gate::Open(
         "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        "open {root} in Cursor and check that Cursor's Hooks settings list the hooks of `.cursor/hooks.json`",
     ),
+    step: "open {root} in Cursor and check that Cursor's Hooks settings list the hooks of `.cursor/hooks.json`",
     ..BASE
 };
 
@@ -777,8 +800,8 @@ const WINDSURF: Adapter = Adapter {
     )],
     gate: Gate::Open(
         "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        "open {root} in Windsurf; Cascade loads the workspace's `.windsurf/hooks.json`",
     ),
+    step: "open {root} in Windsurf; Cascade loads the workspace's `.windsurf/hooks.json`",
     ..BASE
 };
 
