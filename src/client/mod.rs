@@ -538,6 +538,9 @@ const GEMINI: Adapter = Adapter {
     ..BASE
 };
 
+/// Where Copilot CLI's and Cline's edit tools name their file.
+const PATH_FIRST: &[&str] = &["path", "file_path", "filePath"];
+
 /// GitHub Copilot CLI: the payload does not name its event (`--event`). Hooks in
 /// `.github/hooks/coord.json`; MCP servers from `.mcp.json`.
 const COPILOT: Adapter = Adapter {
@@ -554,14 +557,8 @@ const COPILOT: Adapter = Adapter {
     event_flag: true,
     // `str_replace_editor` writes but for `view`.
     edits: &[
-        (
-            "edit|create",
-            Edit::Path(&["path", "file_path", "filePath"]),
-        ),
-        (
-            "str_replace_editor",
-            Edit::Viewable(&["path", "file_path", "filePath"]),
-        ),
+        ("edit|create", Edit::Path(PATH_FIRST)),
+        ("str_replace_editor", Edit::Viewable(PATH_FIRST)),
         ("apply_patch", Edit::Patch(&["input", "patch", "command"])),
     ],
     shell: |t, i| tools::shell_call(t, "bash", i, None),
@@ -685,7 +682,7 @@ const CLINE: Adapter = Adapter {
         ("sessionShutdown", Kind::SessionEnd, Hook::No),
     ],
     edits: &[
-        ("editor", Edit::Path(&["path", "file_path", "filePath"])),
+        ("editor", Edit::Path(PATH_FIRST)),
         ("apply_patch", Edit::Patch(&["input", "patch", "patchText"])),
     ],
     shell: tools::cline_shell,
