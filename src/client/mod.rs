@@ -190,8 +190,8 @@ pub struct Adapter {
     pub name: &'static str,
     /// The client's product name (`Claude Code`).
     pub product: &'static str,
-    pub(crate) events: &'static [(&'static str, Kind)],
-    pub(crate) hooks: &'static [(&'static str, Option<&'static str>)],
+    /// The events the client names, what each is about, and coord's hook for it, in this order.
+    pub(crate) events: &'static [(&'static str, Kind, Hook)],
     pub(crate) event_flag: bool,
     pub(crate) edits: &'static [(&'static str, Edit)],
     pub(crate) shell: fn(&str, &Value) -> Option<Shell>,
@@ -213,35 +213,57 @@ pub struct Adapter {
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<PluginKind>,
     gate: Gate,
+    /// The one step that opens the gate: `{root}` the folder, `{config}` the gate's file.
+    step: &'static str,
 }
 
-/// What makes a client run a folder's hooks: nothing (why, and the step, `{root}` for the
-/// folder), or its config, read by the first function (`Err`: a verdict reached early), with the
-/// step the second says.
+/// Whether `coord init` registers a hook for an event: no, for every tool, or for the tools of a
+/// matcher.
+#[derive(Clone, Copy)]
+pub(crate) enum Hook {
+    No,
+    Every,
+    Tools(&'static str),
+}
+
+/// What makes a client run a folder's hooks: nothing (why), or its config, read by the function
+/// (`Err`: a verdict reached early), with the file its step names (`{config}`) and its default.
 enum Gate {
-    Open(&'static str, &'static str),
-    Config(fn(&Path) -> Result<Trust, Trust>, fn(&Path) -> String),
+    Open(&'static str),
+    Config(
+        fn(&Path) -> Result<Trust, Trust>,
+        fn() -> Option<PathBuf>,
+        &'static str,
+    ),
 }
 
 impl Adapter {
     /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
     pub fn hooks(&self) -> HookSet {
-        self.hooks
-            .iter()
-            .map(|(e, m)| (*e, *m, command(self.name, self.event_flag.then_some(*e))))
+        let command = |e| command(self.name, self.event_flag.then_some(e));
+        (self.events.iter())
+            .filter_map(|&(e, _, hook)| match hook {
+                Hook::No => None,
+                Hook::Every => Some((e, None, command(e))),
+                Hook::Tools(m) => Some((e, Some(m), command(e))),
+            })
             .collect()
     }
 
     /// Whether the client will run the hooks of `root`, as far as its config shows, and the one
     /// step that makes it.
     pub fn trust(&self, root: &Path) -> (Trust, String) {
-        match self.gate {
-            Gate::Open(why, step) => (
-                Trust::new(HooksRun::Yes, why),
-                step.replace("{root}", &root.display().to_string()),
+        let (trust, config) = match self.gate {
+            Gate::Open(why) => (Trust::new(HooksRun::Yes, why), String::new()),
+            Gate::Config(trust, file, default) => (
+                trust(root).unwrap_or_else(|early| early),
+                file().map_or(default.into(), |p| p.display().to_string()),
             ),
-            Gate::Config(trust, step) => (trust(root).unwrap_or_else(|early| early), step(root)),
-        }
+        };
+        let root = root.display().to_string();
+        let fill = |part: &str| part.replace("{config}", &config);
+        let step: Vec<_> = self.step.split("{root}").map(fill).collect();
+        (trust, step.join(&root))
     }
 
     /// Whether coord writes a user-level plugin for it (`coord plugin write`).
@@ -351,16 +373,6 @@ impl Client {
     }
 }
 
-const CLAUDE_EVENTS: &[(&str, Kind)] = &[
-    ("PreToolUse", Kind::BeforeTool),
-    ("PostToolUse", Kind::AfterTool),
-    // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
-    ("PostToolUseFailure", Kind::AfterTool),
-    ("SessionStart", Kind::SessionStart),
-    ("Stop", Kind::Stop),
-    ("SessionEnd", Kind::SessionEnd),
-];
-
 const EDITOR_GIT: (bool, &str) = (
     true,
     "its terminal runs git with the repository's own config, as far as its docs show (not run here)",
@@ -370,8 +382,7 @@ const EDITOR_GIT: (bool, &str) = (
 const BASE: Adapter = Adapter {
     name: "",
     product: "",
-    events: CLAUDE_EVENTS,
-    hooks: &[],
+    events: &[],
     event_flag: false,
     edits: &[],
     shell: |_, _| None,
@@ -389,28 +400,31 @@ const BASE: Adapter = Adapter {
     headless: |_, _| false,
     executables: &[],
     plugin: None,
-    gate: Gate::Config(|_| Ok(Trust::new(HooksRun::Unknown, "")), |_| String::new()),
+    gate: Gate::Config(|_| Ok(Trust::new(HooksRun::Unknown, "")), || None, ""),
+    step: "",
 };
 
 const MCP_JSON: Wire = Wire::Json(".mcp.json", false, None, Some(McpStyle::Servers));
 
-const CLAUDE_TOOLS: Option<&str> = Some("Edit|Write|MultiEdit|NotebookEdit|Bash");
+const CLAUDE_TOOLS: Hook = Hook::Tools("Edit|Write|MultiEdit|NotebookEdit|Bash");
 
 /// Claude Code: hooks in `.claude/settings.json`, the MCP server in `.mcp.json`.
 const CLAUDE: Adapter = Adapter {
     name: "claude",
     product: "Claude Code",
-    hooks: &[
-        ("SessionStart", None),
+    events: &[
+        ("SessionStart", Kind::SessionStart, Hook::Every),
         // The shell too: a `git commit` through it is checked like the pre-commit guard, and
         // files others hold that a command changed are reported after it.
-        ("PreToolUse", CLAUDE_TOOLS),
-        ("PostToolUse", CLAUDE_TOOLS),
+        ("PreToolUse", Kind::BeforeTool, CLAUDE_TOOLS),
+        ("PostToolUse", Kind::AfterTool, CLAUDE_TOOLS),
+        // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
+        ("PostToolUseFailure", Kind::AfterTool, Hook::No),
         // Waiting for the user (a permission prompt, an idle prompt) and answered.
-        ("Notification", None),
-        ("UserPromptSubmit", None),
-        ("Stop", None),
-        ("SessionEnd", None),
+        ("Notification", Kind::Other, Hook::Every),
+        ("UserPromptSubmit", Kind::Other, Hook::Every),
+        ("Stop", Kind::Stop, Hook::Every),
+        ("SessionEnd", Kind::SessionEnd, Hook::Every),
     ],
     edits: &[
         ("Edit|Write|MultiEdit", Edit::Path(&["file_path"])),
@@ -433,24 +447,28 @@ const CLAUDE: Adapter = Adapter {
         manifest: "coord/.claude-plugin/plugin.json",
         paths: None,
     }),
-    gate: Gate::Config(trust::claude, trust::claude_step),
+    gate: Gate::Config(trust::claude, trust::claude_config, "~/.claude.json"),
+    step: "run `claude` in {root} once and accept the trust dialog (or set `projects[\"{root}\"].hasTrustDialogAccepted: true` in {config})",
     ..BASE
 };
+
+const CODEX_TOOLS: Hook = Hook::Tools("apply_patch|Edit|Write|Bash");
 
 /// Codex CLI: Claude-shaped events; edits arrive as `apply_patch`. Hooks in
 /// `.codex/hooks.json`, the MCP server in `.codex/config.toml`.
 const CODEX: Adapter = Adapter {
     name: "codex",
     product: "Codex CLI",
-    hooks: &[
-        ("SessionStart", None),
-        ("PreToolUse", Some("apply_patch|Edit|Write|Bash")),
-        ("PostToolUse", Some("apply_patch|Edit|Write|Bash")),
+    events: &[
+        ("SessionStart", Kind::SessionStart, Hook::Every),
+        ("PreToolUse", Kind::BeforeTool, CODEX_TOOLS),
+        ("PostToolUse", Kind::AfterTool, CODEX_TOOLS),
+        ("PostToolUseFailure", Kind::AfterTool, Hook::No),
         // Waiting for the user's approval, and the user's answer.
-        ("PermissionRequest", None),
-        ("UserPromptSubmit", None),
-        ("Stop", None),
-        ("SessionEnd", None),
+        ("PermissionRequest", Kind::Other, Hook::Every),
+        ("UserPromptSubmit", Kind::Other, Hook::Every),
+        ("Stop", Kind::Stop, Hook::Every),
+        ("SessionEnd", Kind::SessionEnd, Hook::Every),
     ],
     // Edits arrive as `apply_patch`; Claude's edit tools too, for builds that expose them.
     edits: &[
@@ -471,33 +489,29 @@ const CODEX: Adapter = Adapter {
         manifest: "coord/.codex-plugin/plugin.json",
         paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
     }),
-    gate: Gate::Config(trust::codex, trust::codex_step),
+    gate: Gate::Config(trust::codex, || None, ""),
+    step: "run `codex` in {root} once, trust the folder, and at \"Hooks need review\" choose \"Trust all and continue\" (or trust them with `/hooks`); `codex exec` skips untrusted hooks",
     ..BASE
 };
 
 /// Where Gemini CLI's and Qwen Code's edit tools name their file.
 const GEMINI_PATH: &[&str] = &["file_path", "absolute_path", "path"];
 
+const GEMINI_TOOLS: Hook = Hook::Tools("write_file|replace|run_shell_command");
+
 /// Gemini CLI: hooks and the MCP server in `.gemini/settings.json` (JSON with comments).
 const GEMINI: Adapter = Adapter {
     name: "gemini",
     product: "Gemini CLI",
     events: &[
-        ("BeforeTool", Kind::BeforeTool),
-        ("AfterTool", Kind::AfterTool),
-        ("SessionStart", Kind::SessionStart),
-        ("AfterAgent", Kind::Stop),
-        ("SessionEnd", Kind::SessionEnd),
-    ],
-    hooks: &[
-        ("SessionStart", None),
-        ("BeforeTool", Some("write_file|replace|run_shell_command")),
-        ("AfterTool", Some("write_file|replace|run_shell_command")),
+        ("SessionStart", Kind::SessionStart, Hook::Every),
+        ("BeforeTool", Kind::BeforeTool, GEMINI_TOOLS),
+        ("AfterTool", Kind::AfterTool, GEMINI_TOOLS),
         // Waiting for the user's approval, and the user's next prompt.
-        ("Notification", None),
-        ("BeforeAgent", None),
-        ("AfterAgent", None),
-        ("SessionEnd", None),
+        ("Notification", Kind::Other, Hook::Every),
+        ("BeforeAgent", Kind::Other, Hook::Every),
+        ("AfterAgent", Kind::Stop, Hook::Every),
+        ("SessionEnd", Kind::SessionEnd, Hook::Every),
     ],
     edits: &[("write_file|replace", Edit::Path(GEMINI_PATH))],
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("dir_path")),
@@ -515,9 +529,17 @@ const GEMINI: Adapter = Adapter {
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
     plugin: Some(PluginKind::Extension("gemini-extension.json")),
-    gate: Gate::Config(trust::gemini, trust::gemini_step),
+    gate: Gate::Config(
+        trust::gemini,
+        trust::gemini_folders,
+        "~/.gemini/trustedFolders.json",
+    ),
+    step: "run `gemini` in {root} and choose \"Trust folder\" (or add `\"{root}\": \"TRUST_FOLDER\"` to {config})",
     ..BASE
 };
+
+/// Where Copilot CLI's and Cline's edit tools name their file.
+const PATH_FIRST: &[&str] = &["path", "file_path", "filePath"];
 
 /// GitHub Copilot CLI: the payload does not name its event (`--event`). Hooks in
 /// `.github/hooks/coord.json`; MCP servers from `.mcp.json`.
@@ -525,31 +547,18 @@ const COPILOT: Adapter = Adapter {
     name: "copilot",
     product: "Copilot CLI",
     events: &[
-        ("preToolUse", Kind::BeforeTool),
-        ("postToolUse", Kind::AfterTool),
-        ("sessionStart", Kind::SessionStart),
+        ("sessionStart", Kind::SessionStart, Hook::Every),
+        ("preToolUse", Kind::BeforeTool, Hook::Every),
+        ("postToolUse", Kind::AfterTool, Hook::Every),
         // The main agent stopped: its turn is over.
-        ("agentStop", Kind::Stop),
-        ("sessionEnd", Kind::SessionEnd),
-    ],
-    hooks: &[
-        ("sessionStart", None),
-        ("preToolUse", None),
-        ("postToolUse", None),
-        ("agentStop", None),
-        ("sessionEnd", None),
+        ("agentStop", Kind::Stop, Hook::Every),
+        ("sessionEnd", Kind::SessionEnd, Hook::Every),
     ],
     event_flag: true,
     // `str_replace_editor` writes but for `view`.
     edits: &[
-        (
-            "edit|create",
-            Edit::Path(&["path", "file_path", "filePath"]),
-        ),
-        (
-            "str_replace_editor",
-            Edit::Viewable(&["path", "file_path", "filePath"]),
-        ),
+        ("edit|create", Edit::Path(PATH_FIRST)),
+        ("str_replace_editor", Edit::Viewable(PATH_FIRST)),
         ("apply_patch", Edit::Patch(&["input", "patch", "command"])),
     ],
     shell: |t, i| tools::shell_call(t, "bash", i, None),
@@ -578,22 +587,30 @@ const COPILOT: Adapter = Adapter {
         manifest: "coord/.github/plugin/plugin.json",
         paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
     }),
-    gate: Gate::Config(trust::copilot, trust::copilot_step),
+    gate: Gate::Config(
+        trust::copilot,
+        trust::copilot_config,
+        "~/.copilot/config.json",
+    ),
+    step: "run `copilot` in {root} and trust the folder for future sessions (or add `\"{root}\"` to `trustedFolders` in {config}; `copilot -p --trust-folder` trusts it for one run)",
     ..BASE
 };
+
+/// Qwen Code's matchers are unanchored regular expressions.
+const QWEN_TOOLS: Hook = Hook::Tools("^(write_file|edit|run_shell_command)$");
 
 /// Qwen Code (a Gemini CLI fork): Claude-shaped hooks and replies; hooks and the MCP server in
 /// `.qwen/settings.json`. It exports no session variable; the process tree names the session.
 const QWEN: Adapter = Adapter {
     name: "qwen",
     product: "Qwen Code",
-    hooks: &[
-        ("SessionStart", None),
-        // Qwen Code's matchers are unanchored regular expressions.
-        ("PreToolUse", Some("^(write_file|edit|run_shell_command)$")),
-        ("PostToolUse", Some("^(write_file|edit|run_shell_command)$")),
-        ("Stop", None),
-        ("SessionEnd", None),
+    events: &[
+        ("SessionStart", Kind::SessionStart, Hook::Every),
+        ("PreToolUse", Kind::BeforeTool, QWEN_TOOLS),
+        ("PostToolUse", Kind::AfterTool, QWEN_TOOLS),
+        ("PostToolUseFailure", Kind::AfterTool, Hook::No),
+        ("Stop", Kind::Stop, Hook::Every),
+        ("SessionEnd", Kind::SessionEnd, Hook::Every),
     ],
     // `replace` is the old name of `edit`, still accepted by Qwen Code.
     edits: &[("write_file|edit|replace", Edit::Path(GEMINI_PATH))],
@@ -601,7 +618,12 @@ const QWEN: Adapter = Adapter {
     instruction_file: Some("QWEN.md"),
     wiring: &[Wire::settings(".qwen/settings.json")],
     plugin: Some(PluginKind::Extension("qwen-extension.json")),
-    gate: Gate::Config(trust::qwen, trust::qwen_step),
+    gate: Gate::Config(
+        trust::qwen,
+        trust::qwen_folders,
+        "~/.qwen/trustedFolders.json",
+    ),
+    step: "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {root} and trust the folder (or add `\"{root}\": \"TRUST_FOLDER\"` to {config})",
     ..BASE
 };
 
@@ -619,12 +641,12 @@ const OPENCODE: Adapter = Adapter {
     name: "opencode",
     product: "OpenCode",
     events: &[
-        ("tool.execute.before", Kind::BeforeTool),
-        ("tool.execute.after", Kind::AfterTool),
-        ("session.start", Kind::SessionStart),
-        ("session.created", Kind::SessionStart),
-        ("session.idle", Kind::Stop),
-        ("session.deleted", Kind::SessionEnd),
+        ("tool.execute.before", Kind::BeforeTool, Hook::No),
+        ("tool.execute.after", Kind::AfterTool, Hook::No),
+        ("session.start", Kind::SessionStart, Hook::No),
+        ("session.created", Kind::SessionStart, Hook::No),
+        ("session.idle", Kind::Stop, Hook::No),
+        ("session.deleted", Kind::SessionEnd, Hook::No),
     ],
     edits: &[
         ("write|edit", Edit::Path(&["filePath", "file_path", "path"])),
@@ -642,10 +664,8 @@ const OPENCODE: Adapter = Adapter {
         install: "opencode plugin -g {dir}",
         uninstall: "# OpenCode has no command for it: delete {dir} from \"plugin\" in ~/.config/opencode/opencode.jsonc",
     }),
-    gate: Gate::Open(
-        "OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)",
-        "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder",
-    ),
+    gate: Gate::Open("OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)"),
+    step: "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder",
     ..BASE
 };
 
@@ -655,14 +675,14 @@ const CLINE: Adapter = Adapter {
     name: "cline",
     product: "Cline CLI",
     events: &[
-        ("beforeTool", Kind::BeforeTool),
-        ("afterTool", Kind::AfterTool),
-        ("beforeRun", Kind::SessionStart),
-        ("afterRun", Kind::Stop),
-        ("sessionShutdown", Kind::SessionEnd),
+        ("beforeTool", Kind::BeforeTool, Hook::No),
+        ("afterTool", Kind::AfterTool, Hook::No),
+        ("beforeRun", Kind::SessionStart, Hook::No),
+        ("afterRun", Kind::Stop, Hook::No),
+        ("sessionShutdown", Kind::SessionEnd, Hook::No),
     ],
     edits: &[
-        ("editor", Edit::Path(&["path", "file_path", "filePath"])),
+        ("editor", Edit::Path(PATH_FIRST)),
         ("apply_patch", Edit::Patch(&["input", "patch", "patchText"])),
     ],
     shell: tools::cline_shell,
@@ -674,10 +694,8 @@ const CLINE: Adapter = Adapter {
         install: "cline plugin install {dir}",
         uninstall: "cline plugin uninstall coord",
     }),
-    gate: Gate::Open(
-        "Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)",
-        "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace",
-    ),
+    gate: Gate::Open("Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)"),
+    step: "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace",
     ..BASE
 };
 
@@ -687,25 +705,17 @@ const CURSOR: Adapter = Adapter {
     name: "cursor",
     product: "Cursor",
     events: &[
-        ("preToolUse", Kind::BeforeTool),
-        ("beforeShellExecution", Kind::BeforeTool),
-        ("postToolUse", Kind::AfterTool),
-        ("postToolUseFailure", Kind::AfterTool),
-        ("afterShellExecution", Kind::AfterTool),
-        ("afterFileEdit", Kind::AfterTool),
-        ("sessionStart", Kind::SessionStart),
-        ("stop", Kind::Stop),
-        ("sessionEnd", Kind::SessionEnd),
-    ],
-    hooks: &[
-        ("sessionStart", None),
+        ("sessionStart", Kind::SessionStart, Hook::Every),
         // Every tool: Cursor's matcher syntax is not published precisely enough to rely on.
-        ("preToolUse", None),
+        ("preToolUse", Kind::BeforeTool, Hook::Every),
         // The shell's door in Cursor versions whose `preToolUse` does not see the shell.
-        ("beforeShellExecution", None),
-        ("postToolUse", None),
-        ("stop", None),
-        ("sessionEnd", None),
+        ("beforeShellExecution", Kind::BeforeTool, Hook::Every),
+        ("postToolUse", Kind::AfterTool, Hook::Every),
+        ("postToolUseFailure", Kind::AfterTool, Hook::No),
+        ("afterShellExecution", Kind::AfterTool, Hook::No),
+        ("afterFileEdit", Kind::AfterTool, Hook::No),
+        ("stop", Kind::Stop, Hook::Every),
+        ("sessionEnd", Kind::SessionEnd, Hook::Every),
     ],
     edits: &[(
         "Write|Edit|StrReplace|MultiEdit|Delete|EditNotebook|NotebookEdit",
@@ -740,8 +750,8 @@ const CURSOR: Adapter = Adapter {
     executables: &["cursor-agent", "cursor"],
     gate: Gate::Open(
         "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        "open {root} in Cursor and check that Cursor's Hooks settings list the hooks of `.cursor/hooks.json`",
     ),
+    step: "open {root} in Cursor and check that Cursor's Hooks settings list the hooks of `.cursor/hooks.json`",
     ..BASE
 };
 
@@ -751,18 +761,11 @@ const WINDSURF: Adapter = Adapter {
     name: "windsurf",
     product: "Windsurf",
     events: &[
-        ("pre_write_code", Kind::BeforeTool),
-        ("pre_run_command", Kind::BeforeTool),
-        ("post_write_code", Kind::AfterTool),
-        ("post_run_command", Kind::AfterTool),
-        ("post_cascade_response", Kind::Stop),
-    ],
-    hooks: &[
-        ("pre_write_code", None),
-        ("pre_run_command", None),
-        ("post_write_code", None),
-        ("post_run_command", None),
-        ("post_cascade_response", None),
+        ("pre_write_code", Kind::BeforeTool, Hook::Every),
+        ("pre_run_command", Kind::BeforeTool, Hook::Every),
+        ("post_write_code", Kind::AfterTool, Hook::Every),
+        ("post_run_command", Kind::AfterTool, Hook::Every),
+        ("post_cascade_response", Kind::Stop, Hook::Every),
     ],
     edits: &[(tools::WINDSURF_WRITE, Edit::Path(&["file_path"]))],
     shell: |t, i| tools::shell_call(t, tools::WINDSURF_RUN, i, None),
@@ -777,8 +780,8 @@ const WINDSURF: Adapter = Adapter {
     )],
     gate: Gate::Open(
         "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        "open {root} in Windsurf; Cascade loads the workspace's `.windsurf/hooks.json`",
     ),
+    step: "open {root} in Windsurf; Cascade loads the workspace's `.windsurf/hooks.json`",
     ..BASE
 };
 
@@ -899,8 +902,8 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
     let kind = adapter
         .events
         .iter()
-        .find(|(e, _)| *e == event)
-        .map_or(Kind::Other, |(_, k)| *k);
+        .find(|(e, ..)| *e == event)
+        .map_or(Kind::Other, |(_, k, _)| *k);
     let tool = str_field(&value, &["tool_name", "toolName"]);
     // As sent: an object, or a string (Copilot's JSON-encoded arguments, or a raw patch).
     let input = value

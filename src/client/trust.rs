@@ -79,21 +79,9 @@ fn no_home(what: &str) -> Trust {
     Trust::new(Unknown, format!("no home folder (HOME) to find {what}"))
 }
 
-/// `path` for a message, or `default` when there is none.
-fn shown(path: Option<PathBuf>, default: &str) -> String {
-    path.map_or(default.into(), |p| p.display().to_string())
-}
-
 /// Claude Code's global config: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
-fn claude_config() -> Option<PathBuf> {
+pub fn claude_config() -> Option<PathBuf> {
     dir_from_env("CLAUDE_CONFIG_DIR", "").map(|d| d.join(".claude.json"))
-}
-
-pub fn claude_step(root: &Path) -> String {
-    let (root, config) = (root.display(), shown(claude_config(), "~/.claude.json"));
-    format!(
-        "run `claude` in {root} once and accept the trust dialog (or set `projects[\"{root}\"].hasTrustDialogAccepted: true` in {config})"
-    )
 }
 
 /// Claude Code drops a project's hooks until the folder (or one above it) is trusted:
@@ -119,13 +107,6 @@ fn trusted_in(
         Some(dir) => Trust::new(Yes, format!("{} trusts {dir}", path.display())),
         None => untrusted(path),
     })
-}
-
-pub fn codex_step(root: &Path) -> String {
-    format!(
-        "run `codex` in {} once, trust the folder, and at \"Hooks need review\" choose \"Trust all and continue\" (or trust them with `/hooks`); `codex exec` skips untrusted hooks",
-        root.display()
-    )
 }
 
 /// Codex runs a folder's hooks only when the folder is trusted (`[projects."PATH"]
@@ -205,9 +186,6 @@ fn codex_hook_keys(root: &Path) -> Vec<String> {
     keys
 }
 
-const GEMINI_TRUSTED: &str = "GEMINI_CLI_TRUSTED_FOLDERS_PATH";
-const QWEN_TRUSTED: &str = "QWEN_CODE_TRUSTED_FOLDERS_PATH";
-
 /// `~/.gemini` (`GEMINI_CLI_HOME` replaces the home folder).
 fn gemini_dir() -> Option<PathBuf> {
     dir_from_env("GEMINI_CLI_HOME", "").map(|h| h.join(".gemini"))
@@ -216,6 +194,16 @@ fn gemini_dir() -> Option<PathBuf> {
 /// Gemini CLI's or Qwen Code's trusted-folders file: `var`, else `trustedFolders.json` in `dir`.
 fn trusted_folders(var: &str, dir: Option<PathBuf>) -> Option<PathBuf> {
     env_path(var).or_else(|| dir.map(|d| d.join("trustedFolders.json")))
+}
+
+/// Gemini CLI's trusted-folders file.
+pub fn gemini_folders() -> Option<PathBuf> {
+    trusted_folders("GEMINI_CLI_TRUSTED_FOLDERS_PATH", gemini_dir())
+}
+
+/// Qwen Code's trusted-folders file.
+pub fn qwen_folders() -> Option<PathBuf> {
+    trusted_folders("QWEN_CODE_TRUSTED_FOLDERS_PATH", qwen_dir())
 }
 
 /// The system settings (`var`, else `system`) and user settings (in `dir`) that can be read,
@@ -253,14 +241,6 @@ fn holding(root: &Path, path: &Path, missing: Trust) -> Result<Vec<(String, Stri
     Ok(rules.filter(holds).collect())
 }
 
-pub fn gemini_step(root: &Path) -> String {
-    let file = trusted_folders(GEMINI_TRUSTED, gemini_dir());
-    let (root, file) = (root.display(), shown(file, "~/.gemini/trustedFolders.json"));
-    format!(
-        "run `gemini` in {root} and choose \"Trust folder\" (or add `\"{root}\": \"TRUST_FOLDER\"` to {file})"
-    )
-}
-
 /// Gemini CLI ignores a folder's `.gemini/settings.json` (hooks included) unless folder
 /// trust is off or the folder is trusted: `GEMINI_CLI_TRUST_WORKSPACE`, then
 /// `security.folderTrust.enabled` in the user and system settings, then the longest
@@ -285,7 +265,7 @@ pub fn gemini(root: &Path) -> Verdict {
         let why = format!("folder trust is off in {}", off.display());
         return Err(Trust::new(Yes, why));
     }
-    let path = trusted_folders(GEMINI_TRUSTED, gemini_dir()).ok_or_else(|| no_home("~/.gemini"))?;
+    let path = gemini_folders().ok_or_else(|| no_home("~/.gemini"))?;
     let rules = holding(root, &path, missing(&path))?;
     // The longest rule decides (the first of equal length).
     let best = rules
@@ -303,16 +283,8 @@ pub fn gemini(root: &Path) -> Verdict {
 }
 
 /// Copilot's config (JSON with comments): `$COPILOT_HOME/config.json`, else `~/.copilot/`'s.
-fn copilot_config() -> Option<PathBuf> {
+pub fn copilot_config() -> Option<PathBuf> {
     dir_from_env("COPILOT_HOME", ".copilot").map(|d| d.join("config.json"))
-}
-
-pub fn copilot_step(root: &Path) -> String {
-    let config = shown(copilot_config(), "~/.copilot/config.json");
-    let root = root.display();
-    format!(
-        "run `copilot` in {root} and trust the folder for future sessions (or add `\"{root}\"` to `trustedFolders` in {config}; `copilot -p --trust-folder` trusts it for one run)"
-    )
 }
 
 /// Copilot CLI runs a repository's hooks only in a trusted folder: `COPILOT_ALLOW_ALL=true`,
@@ -333,14 +305,6 @@ fn qwen_dir() -> Option<PathBuf> {
     dir_from_env("QWEN_HOME", ".qwen")
 }
 
-pub fn qwen_step(root: &Path) -> String {
-    let file = trusted_folders(QWEN_TRUSTED, qwen_dir());
-    let (root, file) = (root.display(), shown(file, "~/.qwen/trustedFolders.json"));
-    format!(
-        "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {root} and trust the folder (or add `\"{root}\": \"TRUST_FOLDER\"` to {file})"
-    )
-}
-
 /// Qwen Code loads a folder's hooks unless folder trust is on (`security.folderTrust.enabled`
 /// in the user or system settings; off by default) and the folder is not trusted.
 pub fn qwen(root: &Path) -> Verdict {
@@ -352,7 +316,7 @@ pub fn qwen(root: &Path) -> Verdict {
     let Some((settings, _)) = settings.iter().rfind(|(_, on)| *on == Value::Bool(true)) else {
         return Ok(Trust::new(Yes, "folder trust is off (Qwen Code's default)"));
     };
-    let path = trusted_folders(QWEN_TRUSTED, qwen_dir()).ok_or_else(|| no_home("~/.qwen"))?;
+    let path = qwen_folders().ok_or_else(|| no_home("~/.qwen"))?;
     let on = |what: String| {
         let why = format!("{} turns folder trust on and {what}", settings.display());
         Trust::new(No, why)
