@@ -33,10 +33,8 @@ impl UserCommand {
             u if u.starts_with("PRIORITY:") => UserCommand::Priority(arg("PRIORITY:")?),
             u if u.ends_with("-ONLY") => {
                 let id = &t[..t.len() - "-ONLY".len()];
-                if validate_id(id).is_err() || same_id(id, USER) {
-                    return None;
-                }
-                UserCommand::Only(id.to_string())
+                let ok = validate_id(id).is_ok() && !same_id(id, USER);
+                UserCommand::Only(ok.then(|| id.to_string())?)
             }
             _ => return None,
         })
@@ -55,13 +53,12 @@ impl UserCommand {
         let UserCommand::Only(id) = &cmd else {
             return Ok(cmd);
         };
-        match participants.iter().find(|p| same_id(p, id)) {
-            Some(p) => Ok(UserCommand::Only(p.clone())),
-            None => Err(Error::bad_input(format!(
-                "`{text}` names no participant of this dialogue (participants: {})",
-                participants.join(", ")
-            ))),
-        }
+        let list = participants.join(", ");
+        let why = format!("`{text}` names no participant of this dialogue (participants: {list})");
+        let found = participants.iter().find(|p| same_id(p, id));
+        found
+            .map(|p| UserCommand::Only(p.clone()))
+            .ok_or_else(|| Error::bad_input(why))
     }
 
     /// The line as coord writes it.

@@ -253,16 +253,8 @@ impl Dialogue {
             doc.set("topic", topic.as_str());
             self.replace(STATUS, &doc.render())?;
         }
-        if cmd != UserCommand::Reset {
-            return Ok((line, None));
-        }
-        let lock = self.take_lock_txt(mutex, USER, say::DEFAULT_LOCK_WAIT)?;
-        let old = self.snapshot()?;
-        let dir = self.archive_files(false)?;
-        let agents = &old.participants;
-        self.start(&old.topic, agents, &agents[0], old.commands.lines)?;
-        lock.release()?;
-        Ok((line, Some(dir)))
+        let dir = (cmd == UserCommand::Reset).then(|| self.archive_files(mutex, true));
+        Ok((line, dir.transpose()?))
     }
 
     /// Move the session's files to `archive/session-YYYYMMDD-HHMMSS/` (returned, relative).
@@ -270,13 +262,13 @@ impl Dialogue {
         if !self.exists() {
             return Err(self.no_dialogue());
         }
-        let lock = self.take_lock_txt(self.lock_mutex()?, USER, say::DEFAULT_LOCK_WAIT)?;
-        let dir = self.archive_files(true)?;
-        lock.release()?;
-        Ok(dir)
+        self.archive_files(self.lock_mutex()?, false)
     }
 
-    fn archive_files(&self, with_commands: bool) -> Result<String> {
+    /// Archive under `lock.txt`; on `reset`, start a fresh session like the archived one.
+    fn archive_files(&self, mutex: Guard, reset: bool) -> Result<String> {
+        let lock = self.take_lock_txt(mutex, USER, say::DEFAULT_LOCK_WAIT)?;
+        let old = reset.then(|| self.snapshot()).transpose()?;
         let stamp = clock::now().format("%Y%m%d-%H%M%S").to_string();
         let dir = (1..)
             .map(|n| layout::dialogue_archive_session(&self.folder, &stamp, n))
@@ -286,7 +278,7 @@ impl Dialogue {
         let used = self.read_small(COMMANDS).ok().flatten();
         let used = used.is_some_and(|(t, _)| !t.trim().is_empty());
         let mut names = vec![CONVERSATION, STATUS];
-        names.extend((with_commands && used).then_some(COMMANDS));
+        names.extend((!reset && used).then_some(COMMANDS));
         for name in names {
             let from = self.path(name);
             if std::fs::symlink_metadata(&from).is_ok() {
@@ -295,6 +287,16 @@ impl Dialogue {
         }
         fsutil::sync_dir(&dir)?;
         fsutil::sync_dir(&self.folder)?;
+        if let Some(Snapshot {
+            topic,
+            participants: p,
+            commands,
+            ..
+        }) = &old
+        {
+            self.start(topic, p, &p[0], commands.lines)?;
+        }
+        lock.release()?;
         let rel = dir.strip_prefix(&self.root).unwrap_or(&dir);
         Ok(rel.display().to_string())
     }
