@@ -217,10 +217,8 @@ fn repair_interrupted(
     }
     let (writer, number) = (last.speaker.clone(), last.number);
     if snap.turn.id().is_some_and(|t| same_id(t, &writer)) {
-        let next = match snap.conv.last_has(NEEDS_USER) {
-            true => USER.to_string(),
-            false => round_robin(&snap.participants, &writer),
-        };
+        // As the interrupted say would have passed it (its `--to` is lost with it).
+        let next = next_turn(snap, &writer, None, snap.conv.last_has(NEEDS_USER))?;
         d.replace(DIALOGUE_TURN, &format!("{next}\n"))?;
         snap.turn = Turn::parse(&next);
     }

@@ -221,6 +221,28 @@ fn a_write_interrupted_by_a_crash_is_completed_by_the_next_say() {
     assert_eq!(env.read(&p("current-turn.txt")), "AGENT-1\n");
 }
 
+/// The user's own say interrupted: the turn goes on as that say would have passed it, to the
+/// agent after the last agent who spoke, not to the first participant.
+#[test]
+fn an_interrupted_say_of_the_user_passes_the_turn_after_the_last_agent() {
+    let env = Env::new();
+    dialogue_seed::initial_state(&env);
+    let mut conv = dialogue_seed::conversation(5);
+    conv.push_str("## Message #6 [USER] - 2025-10-16 14:20:00\n\nOver to you.\n\n---\n\n");
+    env.write(&p("conversation.md"), &conv);
+    env.write(&p("current-turn.txt"), "USER\n");
+    env.write(&p("lock.txt"), "USER\n");
+    env.age(&p("lock.txt"), 90);
+    // Message #5 is AGENT-1's: the turn is AGENT-2's.
+    say(&env, "AGENT-2", "Picking up.")
+        .code(0)
+        .stderr_has("completed the interrupted write of message #6 by USER");
+    let hs = headers(&env.read(&p("conversation.md")));
+    assert_eq!(hs.last().unwrap(), &(7, "AGENT-2".to_string()));
+    assert_eq!(status(&env).message_count, 7);
+    assert_eq!(env.read(&p("current-turn.txt")), "AGENT-1\n");
+}
+
 #[test]
 fn a_lock_txt_left_by_a_dead_coord_process_is_taken_over_at_once() {
     let env = Env::new();
