@@ -234,16 +234,12 @@ fn agents(b: &Status, a: &Status, out: &mut Vec<Change>) {
 
 /// Locks taken, taken over, gone stale, released.
 fn locks(b: &Status, a: &Status, out: &mut Vec<Change>) {
-    let held = |s: &Status, file: &str, agent: &str| {
-        s.locks.iter().any(|l| l.file == file && l.agent == agent)
-    };
+    fn held<'a>(s: &'a Status, file: &str, agent: &str) -> Option<&'a status::LockView> {
+        (s.locks.iter()).find(|l| l.file == file && l.agent == agent)
+    }
     for lock in &a.locks {
         let (file, agent) = (lock.file.clone(), lock.agent.clone());
-        let was = b
-            .locks
-            .iter()
-            .find(|l| l.file == lock.file && l.agent == lock.agent);
-        if let Some(was) = was {
+        if let Some(was) = held(b, &lock.file, &lock.agent) {
             if was.state != lock.state && lock.state == crate::lock::LockState::Stale {
                 let why = lock.stale_reason.clone();
                 out.push(Change::LockStale { file, agent, why });
@@ -253,7 +249,7 @@ fn locks(b: &Status, a: &Status, out: &mut Vec<Change>) {
         let gone = b
             .locks
             .iter()
-            .find(|l| l.file == lock.file && !held(a, &l.file, &l.agent));
+            .find(|l| l.file == lock.file && held(a, &l.file, &l.agent).is_none());
         out.push(match gone {
             Some(old) => Change::LockTakenOver {
                 file,
@@ -272,8 +268,8 @@ fn locks(b: &Status, a: &Status, out: &mut Vec<Change>) {
         let replaced = a
             .locks
             .iter()
-            .any(|l| l.file == was.file && !held(b, &l.file, &l.agent));
-        if !held(a, &was.file, &was.agent) && !replaced {
+            .any(|l| l.file == was.file && held(b, &l.file, &l.agent).is_none());
+        if held(a, &was.file, &was.agent).is_none() && !replaced {
             let (file, agent) = (was.file.clone(), was.agent.clone());
             out.push(Change::LockReleased { file, agent });
         }

@@ -71,53 +71,13 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
         agents.len(),
         demo.dir.display()
     ));
-    arrive(&demo, agents)?;
-    clients(&demo, agents[0], agents[1])?;
-    take_turns(&demo, agents)?;
-    handshake(&demo, agents)?;
-    talk(&demo, agents)?;
-    dialogue(&demo, agents[0], agents[1])?;
-    review(&demo, agents[0], agents[1])?;
-    demo.heading("One agent leaves; another keeps a lock while it works");
-    demo.show(agents[0], "shutdown", &[], 1)?;
-    demo.show(agents[1], "lock NOTES.md --reason summarising", &[], 2)?;
-
-    output::line("\n$ coord status");
-    // As no agent: the view is everyone's.
-    let status = (demo.command("", &["status"]).env_remove("COORD_AGENT"))
-        .status()
-        .context("cannot run coord status")?;
-    if !status.success() {
-        bail!("coord status failed in the demo folder");
-    }
-    output::line(&format!(
-        "\nThe demo folder is {d} (nothing runs in it any more); remove it with: rm -rf {d}",
-        d = demo.dir.display()
-    ));
-    Ok(ExitCode::Success)
-}
-
-/// The agents' names, in the order they join; the first two are driven through their clients'
-/// hooks (Claude Code, then Codex).
-const NAMES: [&str; 8] = [
-    "claude", "codex", "gemini", "copilot", "qwen", "opencode", "cline", "cursor",
-];
-
-/// Every agent says it is here (its presence file and a row on the card of partners).
-fn arrive(demo: &Demo, agents: &[&str]) -> Result<()> {
+    let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
     demo.heading("The agents arrive: each says who it is and what it works on");
-    for (a, task) in agents.iter().zip(TASKS.iter().cycle()) {
+    let tasks = ["parser", "tests", "docs", "release"];
+    for (a, task) in agents.iter().zip(tasks.iter().cycle()) {
         let line = format!("startup --partner {a} --mode silent --task {task}");
         demo.show(a, &line, &[], 1)?;
     }
-    Ok(())
-}
-
-const TASKS: [&str; 4] = ["parser", "tests", "docs", "release"];
-
-/// The main promise: two agent clients edit one file; the second is denied with the reason its
-/// agent reads, and allowed once the first one's turn ends.
-fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     demo.heading(
         "Two agent clients edit the same file (`coord init` makes each call `coord hook` before an edit)",
     );
@@ -155,17 +115,13 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     if let Some(why) = demo.hook(first, "claude", "PreToolUse", &edit)? {
         bail!("Claude Code's edit was denied: {why}");
     }
-    demo.say(
-        first,
-        "Claude Code: Edit src/app.rs -> allowed; claude holds src/app.rs while it edits",
-    );
+    let said = "Claude Code: Edit src/app.rs -> allowed; claude holds src/app.rs while it edits";
+    demo.say(first, said);
     let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? else {
         bail!("Codex's edit of a held file was allowed");
     };
-    demo.say(
-        second,
-        "Codex: apply_patch src/app.rs -> denied; its agent reads:",
-    );
+    let said = "Codex: apply_patch src/app.rs -> denied; its agent reads:";
+    demo.say(second, said);
     for l in output::wrap(&why, 92, 0).split('\n') {
         output::line(&format!("{:>19}{l}", ""));
     }
@@ -174,22 +130,14 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     if let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? {
         bail!("Codex's edit after the release was denied: {why}");
     }
-    demo.say(
-        second,
-        "Codex: apply_patch src/app.rs -> allowed; codex holds it now",
-    );
+    let said = "Codex: apply_patch src/app.rs -> allowed; codex holds it now";
+    demo.say(second, said);
     demo.hook(second, "codex", "Stop", &stop(codex))?;
     demo.say(second, "Codex's turn ends -> released");
-    Ok(())
-}
-
-/// Agents working from a shell take turns: `coord lock --wait` queues them on one file and
-/// hands it over in arrival order; `coord run` holds a lock as long as a command runs.
-fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("From a shell, agents wait their turn: `coord lock --wait`, then `coord unlock`");
     let shared = demo.dir.join("SHARED.txt");
     fsutil::replace(&shared, b"# Shared notes\n")?;
-    each_at_once(demo, agents, |demo, i, a| {
+    each_at_once(&demo, agents, |demo, i, a| {
         std::thread::sleep(Duration::from_millis(60 * i as u64));
         let reason = format!("adding section {}", i + 1);
         demo.show(a, "lock SHARED.txt --wait 30s --reason", &[&reason], 1)?;
@@ -211,62 +159,41 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     fsutil::replace(&counter, b"0\n")?;
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
     let run = "run COUNTER.txt --wait 30s -- sh -c";
-    each_at_once(demo, agents, |demo, _, a| demo.quiet(a, run, &[script]))?;
+    each_at_once(&demo, agents, |demo, _, a| demo.quiet(a, run, &[script]))?;
     let n = std::fs::read_to_string(&counter).at("read", &counter)?;
     output::line(&format!(
         "  {} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
         agents.len(),
         n.trim()
     ));
-    Ok(())
-}
-
-/// Every agent agrees with every other to follow the locking rules (seed 001's handshake).
-fn handshake(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
-    each_at_once(demo, agents, |demo, _, a| {
+    each_at_once(&demo, agents, |demo, _, a| {
         demo.quiet(a, "handshake --wait 30s", &[])
     })?;
     // Once everyone answered, the first agent's view of every pair.
-    demo.show(agents[0], "handshake", &[], 1 + agents.len())
-}
-
-/// A direct message, a broadcast and a note in the shared file; the first agent reads.
-fn talk(demo: &Demo, agents: &[&str]) -> Result<()> {
+    demo.show(first, "handshake", &[], 1 + agents.len())?;
     demo.heading("They talk: a message, a broadcast, a note in the shared file");
-    let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
     let thanks = "SHARED.txt is yours again, thanks";
     demo.quiet(second, &format!("msg send {first}"), &[thanks])?;
     let heads_up = "Heads-up: I summarise everything in NOTES.md next";
     demo.quiet(last, "msg send all", &[heads_up])?;
     let note = "summary of this file goes to NOTES.md";
     demo.show(last, "note SHARED.txt", &[note], 1)?;
-    demo.show(first, "msg list", &[], 3)
-}
-
-/// Two agents hold a short turn-based dialogue (seed 002): each is its own loop of real
-/// `coord dialogue wait` / `coord dialogue say` processes.
-fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
+    demo.show(first, "msg list", &[], 3)?;
     demo.heading("A short dialogue: each agent waits for its turn, then speaks");
-    let agents = format!("{first},{second}");
+    let pair = format!("{first},{second}");
     let topic = "Where do the notes go?";
-    demo.show(
-        first,
-        "dialogue init --topic",
-        &[topic, "--agents", &agents],
-        1,
-    )?;
+    let init = [topic, "--agents", &pair];
+    demo.show(first, "dialogue init --topic", &init, 1)?;
+    let ask = "One section per agent in SHARED.txt?";
     let lines = [
-        (
-            "One section per agent in SHARED.txt?",
-            Some("QUESTION-CRITICAL"),
-        ),
+        (ask, Some("QUESTION-CRITICAL")),
         ("Agreed, and a summary at the top.", Some("AGREEMENT")),
         ("I will write the summary after the review.", None),
         ("Then we are done here.", Some("PROPOSE-END")),
     ];
     let speakers = [first, second];
-    each_at_once(demo, &speakers, |demo, who, agent| {
+    each_at_once(&demo, &speakers, |demo, who, agent| {
         for (text, marker) in lines.iter().skip(who).step_by(2) {
             let wait = format!("dialogue wait --as {agent} --timeout 30s");
             demo.quiet(agent, &wait, &[])?;
@@ -276,21 +203,15 @@ fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
             demo.say(agent, &format!("says: {text}"));
         }
         Ok(())
-    })
-}
-
-/// One review step (seed 003): the reviewer writes its findings ending with the handoff prompt,
-/// records the step, and the implementer is told what is next.
-fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
+    })?;
     demo.heading("A review: the reviewer records its findings and hands over to the implementer");
     let topic = "shared-notes";
-    let new = format!(
-        "review new {topic} --target SHARED.txt --reviewer {reviewer} --implementer {implementer}"
-    );
-    demo.show(reviewer, &new, &[], 1)?;
+    let new =
+        format!("review new {topic} --target SHARED.txt --reviewer {first} --implementer {second}");
+    demo.show(first, &new, &[], 1)?;
     let meta = demo.dir.join(coord::layout::REVIEW_METADATA_DIR);
     let day = coord::clock::now().format("%Y_%m_%d").to_string();
-    let file = coord::layout::review_file(&meta, reviewer, topic, &day);
+    let file = coord::layout::review_file(&meta, first, topic, &day);
     fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
     let rel = file.strip_prefix(&demo.dir).unwrap_or(&file).display();
     fsutil::replace(
@@ -298,16 +219,39 @@ fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
         format!(
             "# Review of SHARED.txt\n\nEvery section is there, one per agent.\n\n\
              ## Handoff Prompt for Next Actor\n\n\
-             You are {implementer}, the implementer of review `{topic}`. Read the tracker \
+             You are {second}, the implementer of review `{topic}`. Read the tracker \
              `.metadata/reviews/active/{topic}-tracker.md` and answer the review in step 02.\n"
         )
         .as_bytes(),
     )?;
     let step = format!("review step {topic} --action review --output {rel} --summary");
     let summary = "no issues: every section is present";
-    demo.show(reviewer, &step, &[summary, "--next", implementer], 1)?;
-    demo.show(implementer, &format!("review next {topic}"), &[], 2)
+    demo.show(first, &step, &[summary, "--next", second], 1)?;
+    demo.show(second, &format!("review next {topic}"), &[], 2)?;
+    demo.heading("One agent leaves; another keeps a lock while it works");
+    demo.show(first, "shutdown", &[], 1)?;
+    demo.show(second, "lock NOTES.md --reason summarising", &[], 2)?;
+
+    output::line("\n$ coord status");
+    // As no agent: the view is everyone's.
+    let status = (demo.command("", &["status"]).env_remove("COORD_AGENT"))
+        .status()
+        .context("cannot run coord status")?;
+    if !status.success() {
+        bail!("coord status failed in the demo folder");
+    }
+    output::line(&format!(
+        "\nThe demo folder is {d} (nothing runs in it any more); remove it with: rm -rf {d}",
+        d = demo.dir.display()
+    ));
+    Ok(ExitCode::Success)
 }
+
+/// The agents' names, in the order they join; the first two are driven through their clients'
+/// hooks (Claude Code, then Codex).
+const NAMES: [&str; 8] = [
+    "claude", "codex", "gemini", "copilot", "qwen", "opencode", "cline", "cursor",
+];
 
 /// Run `step(demo, i, agent)` for every agent, each on its own thread, and wait for all.
 fn each_at_once(

@@ -158,7 +158,6 @@ fn hold_mutex(ws: &Workspace, d: Duration, ctx: &Ctx) -> anyhow::Result<ExitCode
 mod tests {
     use super::*;
 
-    /// #9: the line said `exact lookups: yes` or `no`, which told nobody anything.
     #[test]
     fn the_lookups_line_says_what_coord_does_in_words() {
         let dir = tempfile::tempdir().unwrap();

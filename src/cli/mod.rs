@@ -360,7 +360,7 @@ pub fn run() -> ExitCode {
         }
     };
     let json = cli.global.json;
-    output::set_color_choice(cli.global.color);
+    let _ = output::COLOR_CHOICE.set(cli.global.color);
     let result = execute(cli, dir_given, agent_flag);
     let history = coord::history::take_warning();
     // Said once: the history's warning may be about the same link.
@@ -379,7 +379,7 @@ pub fn run() -> ExitCode {
         Ok(code) => return code,
         Err(err) => Described::of(&err),
     };
-    if json && !output::json_printed() {
+    if json && !output::JSON_PRINTED.load(std::sync::atomic::Ordering::Relaxed) {
         output::json(&err.json());
     } else {
         output::error_line(&err.message, err.hint.as_deref());

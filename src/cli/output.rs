@@ -20,12 +20,8 @@ pub fn raw(bytes: &[u8]) {
     }
 }
 
-static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
-
 /// Whether a JSON document was already printed (stdout carries at most one).
-pub fn json_printed() -> bool {
-    JSON_PRINTED.load(Ordering::Relaxed)
-}
+pub static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
 
 /// `value` with `schema_version` first, as `--json` prints it. The version goes up when a field
 /// changes meaning or goes away; new fields do not change it.
@@ -91,11 +87,8 @@ pub enum ColorChoice {
     Never,
 }
 
-static COLOR_CHOICE: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
-
-pub fn set_color_choice(choice: ColorChoice) {
-    let _ = COLOR_CHOICE.set(choice);
-}
+/// `--color`, set once the command line is read.
+pub static COLOR_CHOICE: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
 
 /// Whether stdout gets colour: `--color`, else `NO_COLOR`, `CLICOLOR_FORCE`, a non-dumb terminal.
 pub fn color_enabled() -> bool {

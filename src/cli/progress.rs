@@ -3,7 +3,6 @@
 
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use coord::clock::{self, Wait};
@@ -22,10 +21,10 @@ pub struct WaitProgress {
     live: Option<Live>,
 }
 
+/// The ticker redraws each new text and every TICK; it ends, giving its last text, with `text`.
 struct Live {
-    text: Arc<Mutex<String>>,
-    stop: mpsc::Sender<()>,
-    ticker: std::thread::JoinHandle<()>,
+    text: mpsc::Sender<String>,
+    ticker: std::thread::JoinHandle<String>,
 }
 
 impl WaitProgress {
@@ -55,11 +54,25 @@ impl WaitProgress {
         let terminal =
             std::io::stderr().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb");
         match event {
-            LockEvent::Waiting(b) if terminal => self.start_live(status(b)),
+            LockEvent::Waiting(b) if terminal => {
+                let (mut shown, (started, wait)) = (status(b), (self.started, self.wait));
+                draw(&shown, started, wait);
+                let (text, texts) = mpsc::channel();
+                let ticker = std::thread::spawn(move || {
+                    loop {
+                        match texts.recv_timeout(TICK) {
+                            Ok(text) => shown = text,
+                            Err(RecvTimeoutError::Timeout) => {}
+                            Err(RecvTimeoutError::Disconnected) => return shown,
+                        }
+                        draw(&shown, started, wait);
+                    }
+                });
+                self.live = Some(Live { text, ticker });
+            }
             LockEvent::Changed(b) if terminal => {
                 if let Some(live) = &self.live {
-                    *live.text.lock().unwrap_or_else(|e| e.into_inner()) = status(b);
-                    draw(&status(b), self.started, self.wait);
+                    let _ = live.text.send(status(b));
                 }
             }
             LockEvent::Waiting(b) => output::diag(&format!(
@@ -79,26 +92,11 @@ impl WaitProgress {
         }
     }
 
-    fn start_live(&mut self, text: String) {
-        draw(&text, self.started, self.wait);
-        let text = Arc::new(Mutex::new(text));
-        let (stop, stopped) = mpsc::channel::<()>();
-        let (shown, started, wait) = (Arc::clone(&text), self.started, self.wait);
-        let ticker = std::thread::spawn(move || {
-            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
-                let text = shown.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                draw(&text, started, wait);
-            }
-        });
-        self.live = Some(Live { text, stop, ticker });
-    }
-
     /// The wait is over: the live line becomes a plain line (what was waited for, how long).
     pub fn finish(&mut self) {
         if let Some(live) = self.live.take() {
-            let _ = live.stop.send(());
-            let _ = live.ticker.join();
-            let text = live.text.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            drop(live.text);
+            let text = live.ticker.join().unwrap_or_default();
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "\r\x1b[K{text} [waited {}]", waited(self.started));
         }
