@@ -44,8 +44,7 @@ pub struct Held {
 impl Held {
     /// `locked by HOLDER (STATE since WHEN), released WHEN`, as a refusal lists it.
     pub fn locked_by(&self, now: &clock::Timestamp) -> String {
-        let at = self.since.as_deref().and_then(clock::parse_timestamp);
-        let since = lock::format_since(at.as_ref(), now);
+        let since = lock::since_text(self.since.as_deref(), now);
         let (holder, state, released) = (&self.holder, self.state.as_str(), self.released);
         format!("locked by {holder} ({state} since {since}), released {released}")
     }

@@ -118,18 +118,13 @@ fn holder_touched_after(ws: &Workspace, held: &Held, file: &Stat) -> bool {
     })
 }
 
-/// How long ago `since` (RFC 3339) was, as hints say it (`an unknown time` when unreadable).
-pub fn since_text(since: Option<&str>, now: &crate::clock::Timestamp) -> String {
-    lock::format_since(since.and_then(crate::clock::parse_timestamp).as_ref(), now)
-}
-
 /// The notice an agent gets after its shell command changed files others hold.
 pub fn notice(changed: &[(&str, Held)], me: &AgentId) -> String {
     let now = crate::clock::now();
     let list: Vec<String> = changed
         .iter()
         .map(|(how, c)| {
-            let since = since_text(c.since.as_deref(), &now);
+            let since = lock::since_text(c.since.as_deref(), &now);
             format!("`{}` ({how}; held by {} since {since})", c.file, c.holder)
         })
         .collect();

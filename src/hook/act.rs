@@ -493,7 +493,7 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     list(
         "Files locked by others",
         (locks.map(|l| {
-            let since = shelledit::since_text(l.locked_at.as_deref(), &now);
+            let since = lock::since_text(l.locked_at.as_deref(), &now);
             format!("{} (held by {} since {since})", l.file, l.name)
         }))
         .collect(),

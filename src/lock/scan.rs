@@ -331,12 +331,10 @@ fn at_hand(top: &Path, presences: &[presence::Presence]) -> Vec<LockEntry> {
         let file = p.field("current_file").filter(|f| *f != "-")?;
         pointed_at(top, file, &p.id)
     });
-    let mut found: Vec<LockEntry> = (listed.chain(pointed))
+    // One named by both is dropped with [`with_indexed`]'s duplicates.
+    (listed.chain(pointed))
         .filter_map(|path| lock_at(&tree, &path))
-        .collect();
-    found.sort_by(|a, b| a.lock_path.cmp(&b.lock_path));
-    found.dedup_by(|a, b| a.lock_path == b.lock_path);
-    found
+        .collect()
 }
 
 /// `agent`'s lock of `file` below `top`, when every folder on the way is a real one (no `..`,

@@ -220,16 +220,18 @@ impl<'a> Args<'a> {
         }
         let args = Args { tool, map };
         match tool.required.iter().find(|r| args.get(r).is_none()) {
-            Some(name) => Err(Error::bad_input(format!(
-                "tool `{}` needs the argument `{name}`",
-                tool.name
-            ))),
+            Some(name) => Err(args.missing(name)),
             None => Ok(args),
         }
     }
 
     fn get(&self, name: &str) -> Option<&'a Value> {
         self.map.get(name).filter(|v| !v.is_null())
+    }
+
+    fn missing(&self, name: &str) -> Error {
+        let tool = self.tool.name;
+        Error::bad_input(format!("tool `{tool}` needs the argument `{name}`"))
     }
 
     fn bad(&self, name: &str, what: impl std::fmt::Display) -> Error {
@@ -262,7 +264,7 @@ impl<'a> Args<'a> {
 
     /// A required string argument (presence was checked by [`Args::new`]).
     pub fn req_str(&self, name: &str) -> Result<&'a str> {
-        Ok(self.str(name)?.unwrap_or_default())
+        self.str(name)?.ok_or_else(|| self.missing(name))
     }
 
     /// A boolean argument.

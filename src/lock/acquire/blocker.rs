@@ -108,6 +108,11 @@ pub fn format_since(ts: Option<&Timestamp>, now: &Timestamp) -> String {
     }
 }
 
+/// [`format_since`] of `since` as written (RFC 3339; `an unknown time` when unreadable).
+pub fn since_text(since: Option<&str>, now: &Timestamp) -> String {
+    format_since(since.and_then(crate::clock::parse_timestamp).as_ref(), now)
+}
+
 pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
     let presence = presence::read(root, &e.agent).ok().flatten();
     let task = presence.as_ref().and_then(|p| p.field("working_on"));

@@ -4,7 +4,7 @@ mod attempt;
 mod blocker;
 mod wake;
 
-pub use blocker::{Blocker, Follows, format_since, working_text};
+pub use blocker::{Blocker, Follows, format_since, since_text, working_text};
 
 use std::time::{Duration, Instant};
 
