@@ -199,7 +199,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_and_timestamps_parse_and_format_back() {
+    fn durations_parse() {
         for (text, ms) in [
             ("0", 0),
             ("500ms", 500),
@@ -219,7 +219,10 @@ mod tests {
         for bad in ["", "5", "5x", "m", "-1s", "1.5s", huge, unknown] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
         }
-        // Durations format back.
+    }
+
+    #[test]
+    fn durations_format_back() {
         for text in ["500ms", "30s", "5m", "2h", "1m30s"] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
         }
@@ -228,7 +231,10 @@ mod tests {
             let d = Duration::from_millis(ms);
             assert_eq!(parse_duration(&format_duration(d)).unwrap(), d, "{ms}");
         }
-        // Timestamps, with and without an offset.
+    }
+
+    #[test]
+    fn timestamps_with_and_without_offset() {
         let ts = parse_timestamp("2026-01-28T01:00:00+01:00").unwrap();
         assert_eq!(format_timestamp(&ts), "2026-01-28T01:00:00+01:00");
         let naive = parse_timestamp("2026-01-28T01:00:00").unwrap();
@@ -237,7 +243,10 @@ mod tests {
         for bad in ["", "yesterday", "2026-13-01T00:00:00", "\u{0}\u{1}"] {
             assert!(parse_timestamp(bad).is_none(), "{bad:?}");
         }
-        // Any mtime converts without panicking.
+    }
+
+    #[test]
+    fn any_mtime_converts_without_panicking() {
         use std::time::{SystemTime, UNIX_EPOCH};
         let far = [u64::MAX / 2, 1 << 40, 253_402_300_800, 0];
         for secs in far {
@@ -250,7 +259,10 @@ mod tests {
         }
         let now = SystemTime::now();
         assert!(age(&from_system_time(now), &Local::now().fixed_offset()).as_secs() < 5);
-        // Ages read at a glance.
+    }
+
+    #[test]
+    fn ages_read_at_a_glance() {
         for (secs, want) in [(12, "12s"), (200, "3m"), (7300, "2h"), (200_000, "2d")] {
             assert_eq!(format_age(Duration::from_secs(secs)), want);
         }

@@ -545,7 +545,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_the_seeds_and_parse_back() {
+    fn seed_names() {
         let (root, file) = (Path::new("/w"), Path::new("/w/a/b.txt"));
         for (got, want) in [
             (presence(root, "claude"), "/w/.claude_presence"),
@@ -559,7 +559,10 @@ mod tests {
         ] {
             assert_eq!(got, Path::new(want));
         }
-        // Lock names parse back.
+    }
+
+    #[test]
+    fn lock_names_parse_back() {
         for (name, want) in [
             ("SHARED.txt.lock.claude", Some(("SHARED.txt", "claude"))),
             ("a.lock.b.lock.gemini", Some(("a.lock.b", "gemini"))),
@@ -578,7 +581,10 @@ mod tests {
         assert_eq!(presence_agent(".claude_presence"), Some("claude"));
         assert_eq!(presence_agent(".x/y_presence"), None);
         assert_eq!(handshake_agent(".handshake_gemini"), Some("gemini"));
-        // Temporary, ticket, message and row names parse back.
+    }
+
+    #[test]
+    fn temp_ticket_message_and_row_names_parse_back() {
         let name = format!("{}Ab12Cd{}", temp_prefix("0badcafe", 4242), TEMP_SUFFIX);
         assert_eq!(parse_temp_name(&name), Some(("0badcafe", 4242)));
         assert!(!is_temp_name("notes.tmp"));

@@ -279,7 +279,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_holder_at_a_time_a_dead_one_broken_at_once_a_stalled_one_after_its_lease() {
+    fn one_holder_at_a_time_and_release_removes_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         let g = acquire_with(&p, LEASE, crate::arbiter::MUTEX_PATIENCE).unwrap();
@@ -291,7 +291,10 @@ mod tests {
         assert!(!p.exists());
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().collect();
         assert!(names.is_empty(), "nothing left behind: {names:?}");
-        // A dead holder is broken at once and a stalled one after its lease.
+    }
+
+    #[test]
+    fn a_record_of_a_dead_process_is_broken_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         let mut child = std::process::Command::new("true").spawn().unwrap();
@@ -304,7 +307,10 @@ mod tests {
         let g = acquire_with(&p, LEASE, Duration::from_secs(5)).unwrap();
         assert!(started.elapsed() < Duration::from_secs(2));
         assert!(g.still_held());
-        // A stalled holder is overtaken after its lease and fenced out.
+    }
+
+    #[test]
+    fn a_stalled_holder_is_overtaken_after_its_lease_and_fenced_out() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         let lease = Duration::from_millis(300);
@@ -339,11 +345,14 @@ mod tests {
 
     /// Issue 26 item 19: a stale file handle is a reason to try again, not to give up.
     #[test]
-    fn a_stale_file_handle_is_retried_and_a_garbage_record_broken_after_a_lease() {
+    fn a_stale_file_handle_is_retried() {
         let e = io::Error::from_raw_os_error(rustix::io::Errno::STALE.raw_os_error());
         assert!(is_stale_handle(&e));
         assert!(!is_stale_handle(&io::Error::from(io::ErrorKind::NotFound)));
-        // A garbage record is broken after a lease.
+    }
+
+    #[test]
+    fn a_garbage_record_is_broken_after_a_lease() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         fs::write(&p, b"\xff\xfe not a record").unwrap();

@@ -317,7 +317,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn magic_numbers_classify_filesystems_and_the_arbitration_follows_unless_overridden() {
+    fn magic_numbers_classify_filesystems() {
         let cases = [
             (0x6969, FsClass::Nfs),
             (0x517B, FsClass::Smb),
@@ -338,7 +338,10 @@ mod tests {
         assert_eq!(sshfs.class, FsClass::Fuse);
         // A local-sounding name does not make a FUSE mount local.
         assert_eq!(FsInfo::from_magic(FUSE, Some("ext4")).class, FsClass::Fuse);
-        // The arbitration follows the filesystem unless overridden.
+    }
+
+    #[test]
+    fn the_arbitration_follows_the_filesystem_unless_overridden() {
         let choose = |m, mount, forced| Policy::choose(FsInfo::from_magic(m, mount), forced);
         let local = choose(EXT4, None, None).unwrap();
         assert_eq!(local.recheck, RECHECK_LOCAL);
@@ -374,7 +377,7 @@ mod tests {
     }
 
     #[test]
-    fn the_mount_table_names_the_deepest_mount_and_this_machines_filesystem_is_detected() {
+    fn the_mount_table_names_the_filesystem_of_the_deepest_mount() {
         let table = "\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
 40 22 0:50 / /mnt/shared\\040dir rw,nosuid - fuse.sshfs me@host:/srv rw,user_id=0
@@ -390,7 +393,10 @@ mod tests {
             let found = mount_type_of(table, Path::new(dir));
             assert_eq!(found.as_deref(), Some(want), "{dir}");
         }
-        // This machines temp folder is detected.
+    }
+
+    #[test]
+    fn this_machines_temp_folder_is_detected() {
         let dir = tempfile::tempdir().unwrap();
         let fs = FsInfo::detect(dir.path()).unwrap();
         assert!(!fs.name.is_empty());

@@ -102,7 +102,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_mutex_is_never_a_fifo_a_link_shared_or_waited_for_too_long() {
+    fn a_fifo_or_a_link_is_refused_not_waited_on_or_followed() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = crate::fsutil::tests::fifo_at(&dir.path().join("fifo"));
         assert!(lock_mutex_within(&fifo, MUTEX_PATIENCE).is_err());
@@ -110,7 +110,10 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
         assert!(lock_mutex_within(&link, MUTEX_PATIENCE).is_err());
         assert!(!dir.path().join("elsewhere").exists(), "not followed");
-        // A mutex replaced while waiting is not shared and one held too long is an error.
+    }
+
+    #[test]
+    fn a_mutex_replaced_while_waiting_is_not_shared() {
         use std::sync::mpsc::channel;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mutex");
@@ -134,7 +137,10 @@ mod tests {
         drop(new);
         rx.recv_timeout(Duration::from_secs(10)).unwrap();
         waiter.join().unwrap();
-        // A mutex held too long is an error not a hang.
+    }
+
+    #[test]
+    fn a_mutex_held_too_long_is_an_error_not_a_hang() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mutex");
         let _held = lock_mutex_within(&path, MUTEX_PATIENCE).unwrap();

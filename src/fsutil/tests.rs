@@ -21,25 +21,17 @@ fn entries(dir: &Path) -> usize {
 }
 
 #[test]
-fn create_new_never_replaces_and_a_durable_replace_keeps_the_mode() {
+fn create_new_never_replaces() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("a.lock.x");
     assert!(create_new(&p, b"one").unwrap());
     assert!(!create_new(&p, b"two").unwrap());
     assert_eq!(fs::read(&p).unwrap(), b"one");
     assert_eq!(entries(dir.path()), 1, "no temp left");
-    // A durable replace keeps the mode.
-    let f = dir.path().join("script.sh");
-    fs::write(&f, b"old").unwrap();
-    fs::set_permissions(&f, fs::Permissions::from_mode(0o751)).unwrap();
-    replace_durable(&f, b"new").unwrap();
-    assert_eq!(fs::read(&f).unwrap(), b"new");
-    let mode = fs::metadata(&f).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o751);
 }
 
 #[test]
-fn capped_reads_give_every_byte_and_a_touch_never_waits() {
+fn capped_reads_give_every_byte_whatever_the_size() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("f");
     // Around the one-read limit, and a file with no bytes.
@@ -55,14 +47,18 @@ fn capped_reads_give_every_byte_and_a_touch_never_waits() {
     // A file whose size says 0 but that has content (the kernel's own files) reads whole.
     let stat = read_capped(Path::new("/proc/self/stat"), 1 << 20).unwrap();
     assert!(stat.ends_with(b"\n") && stat.len() > 50, "{stat:?}");
-    // A touch refuses a FIFO instead of waiting.
+}
+
+#[test]
+fn touch_refuses_a_fifo_instead_of_waiting() {
+    let dir = tempfile::tempdir().unwrap();
     let fifo = fifo_at(&dir.path().join("ticket"));
     assert!(touch(&fifo).is_err(), "no reader: must not block");
     assert!(touch(dir.path()).is_err());
 }
 
 #[test]
-fn old_fuse_leftovers_and_temps_of_dead_processes_only_are_swept() {
+fn old_fuse_leftovers_are_swept_and_fresh_ones_kept() {
     let dir = tempfile::tempdir().unwrap();
     let old = dir.path().join(".fuse_hidden0000000a00000001");
     let fresh = dir.path().join(".fuse_hidden0000000b00000002");
@@ -74,7 +70,10 @@ fn old_fuse_leftovers_and_temps_of_dead_processes_only_are_swept() {
     assert_eq!(sweep_temps(dir.path()), 1);
     assert!(!old.exists());
     assert!(fresh.exists(), "one still in use is left alone");
-    // Temporary files of dead processes only.
+}
+
+#[test]
+fn sweep_removes_temps_of_dead_processes_only() {
     let dir = tempfile::tempdir().unwrap();
     let mine = temp_in(dir.path()).unwrap();
     let mut child = std::process::Command::new("true").spawn().unwrap();
@@ -92,7 +91,7 @@ fn old_fuse_leftovers_and_temps_of_dead_processes_only_are_swept() {
 }
 
 #[test]
-fn appends_add_whole_lines_and_refuse_links() {
+fn append_adds_whole_lines_and_refuses_links() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("notes.md");
     append_line(&f, b"one").unwrap();
@@ -105,14 +104,18 @@ fn appends_add_whole_lines_and_refuse_links() {
     assert!(append_line(&link, b"x").is_err());
     assert!(append_line(dir.path(), b"x").is_err());
     assert!(fs::read_to_string(&f).unwrap().ends_with("two\n"));
-    // A durable append only appends to an existing regular file.
+}
+
+#[test]
+fn append_durable_only_appends_to_an_existing_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("conversation.md");
     let missing = append_durable(&f, b"x");
     assert!(missing.is_err(), "a missing file is not created");
     fs::write(&f, b"one\n").unwrap();
     append_durable(&f, b"two\n").unwrap();
     assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
-    let link = dir.path().join("conversation-link.md");
+    let link = dir.path().join("link.md");
     std::os::unix::fs::symlink(&f, &link).unwrap();
     let through = append_durable(&link, b"three\n");
     assert!(through.is_err(), "a link is not followed");
@@ -120,7 +123,7 @@ fn appends_add_whole_lines_and_refuse_links() {
 }
 
 #[test]
-fn a_replace_leaves_nothing_behind_and_same_regular_files_compares_bytes_and_mode() {
+fn replace_over_an_existing_file_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("f");
     fs::write(&f, b"old").unwrap();
@@ -143,7 +146,10 @@ fn a_replace_leaves_nothing_behind_and_same_regular_files_compares_bytes_and_mod
     replace(&fifo, b"now a file").unwrap();
     assert_eq!(fs::read(&fifo).unwrap(), b"now a file");
     left(4, "the FIFO replaced");
-    // Two files are the same by their bytes and mode.
+}
+
+#[test]
+fn same_regular_files_compares_bytes_and_mode() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     for p in [&a, &b] {
@@ -163,7 +169,19 @@ fn a_replace_leaves_nothing_behind_and_same_regular_files_compares_bytes_and_mod
 }
 
 #[test]
-fn temporary_files_leave_no_trace_and_are_named_by_their_folder_alone() {
+fn replace_durable_keeps_the_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("script.sh");
+    fs::write(&f, b"old").unwrap();
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o751)).unwrap();
+    replace_durable(&f, b"new").unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"new");
+    let mode = fs::metadata(&f).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o751);
+}
+
+#[test]
+fn a_temporary_file_that_cannot_be_made_is_named_by_its_folder_alone() {
     let dir = tempfile::tempdir().unwrap();
     let gone = dir.path().join("gone");
     let e = temp_in(&gone).unwrap_err();
@@ -172,7 +190,11 @@ fn temporary_files_leave_no_trace_and_are_named_by_their_folder_alone() {
     assert!(text.contains("No such file or directory"), "{text}");
     let named = text.contains("at path") || text.contains(".tmp");
     assert!(!named, "{text}");
-    // A staged replace leaves no temporary file anywhere.
+}
+
+#[test]
+fn a_staged_replace_leaves_no_temporary_file_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
     let (stage, target_dir) = (dir.path().join("stage"), dir.path().join("queue"));
     for d in [&stage, &target_dir] {
         fs::create_dir(d).unwrap();

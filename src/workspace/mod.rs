@@ -467,7 +467,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn agent_names_are_checked_and_paths_stay_inside_the_root() {
+    fn agent_names() {
         let a = AgentId::parse("Claude").unwrap();
         assert_eq!((a.id(), a.name()), ("claude", "Claude"));
         assert_eq!(AgentId::parse("AGENT-1").unwrap().id(), "agent-1");
@@ -476,7 +476,10 @@ mod tests {
         for bad in ["", "../x", "a/b", ".", "-x", "_x", "a b", "ünï", &long] {
             assert!(AgentId::parse(bad).is_err(), "{bad:?} must be refused");
         }
-        // Paths stay inside the root.
+    }
+
+    #[test]
+    fn paths_stay_inside_the_root() {
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         fs::create_dir(root.join("sub")).unwrap();
@@ -497,7 +500,7 @@ mod tests {
     }
 
     #[test]
-    fn discovery_finds_the_nearest_coord_folder_else_the_git_top_level_else_the_folder() {
+    fn discovery_finds_the_nearest_coord_folder() {
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         fs::create_dir_all(root.join(".coord")).unwrap();
@@ -515,7 +518,10 @@ mod tests {
         let ws = Workspace::discover(Some(Path::new("a")), &root).unwrap();
         assert_eq!(ws.root(), root.join("a"));
         assert!(!Workspace::init(&root.join("a")).unwrap().1);
-        // Discovery falls back to the git top level then the folder.
+    }
+
+    #[test]
+    fn discovery_falls_back_to_the_git_top_level_then_the_folder() {
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         fs::create_dir_all(root.join("repo/.git")).unwrap();
