@@ -541,13 +541,16 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn blocks_are_appended_then_replaced_in_place_and_an_unterminated_one_refused() {
+    fn blocks_are_appended_then_replaced_in_place() {
         let once = with_block("# Title\r\nkeep me", "<b>", "<e>", "one").unwrap();
         assert_eq!(once, "# Title\r\nkeep me\n\n<b>\none\n<e>\n");
         let twice = with_block(&once, "<b>", "<e>", "two").unwrap();
         assert_eq!(twice, "# Title\r\nkeep me\n\n<b>\ntwo\n<e>\n");
         assert_eq!(with_block(&twice, "<b>", "<e>", "two").unwrap(), twice);
-        // An unterminated block is reported with its line.
+    }
+
+    #[test]
+    fn an_unterminated_block_is_reported_with_its_line() {
         assert_eq!(find_block("a\n<b>\nmine\n", "<b>", "<e>"), Err(2));
         assert_eq!(find_block("<b>\n<b>\nx\n<e>\n", "<b>", "<e>"), Err(1));
         assert!(with_block("a\n<b>\nmine\n", "<b>", "<e>", "x").is_err());
