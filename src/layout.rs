@@ -20,25 +20,18 @@ pub const TEMP_SUFFIX: &str = ".tmp";
 
 const TEMP_START: &str = ".coord-";
 
-/// Declares `pub fn NAME(root: &Path, ARGS) -> PathBuf`, each a name inside another's path.
-macro_rules! names {
-    ($($(#[doc = $doc:literal])*
-        fn $name:ident($($arg:ident: $ty:ty),+) = $parent:path, $file:literal;)*) => {
-        $($(#[doc = $doc])* pub fn $name(root: &Path, $($arg: $ty),+) -> PathBuf {
-            $parent(root).join(format!($file))
-        })*
-    };
-    ($($(#[doc = $doc:literal])* $name:ident = $($parent:ident /)? $file:literal;)*) => {
-        $($(#[doc = $doc])* pub fn $name(root: &Path) -> PathBuf {
-            $(let root = &$parent(root);)?
-            root.join($file)
-        })*
-    };
-}
-
 /// `<root>/.coord`.
 pub fn state_dir(root: &Path) -> PathBuf {
     root.join(STATE_DIR)
+}
+
+/// Declares `pub fn NAME(root: &Path) -> PathBuf`, each a fixed name inside another's path.
+macro_rules! names {
+    ($($(#[doc = $doc:literal])* $name:ident = $parent:ident / $file:literal;)*) => {
+        $($(#[doc = $doc])* pub fn $name(root: &Path) -> PathBuf {
+            $parent(root).join($file)
+        })*
+    };
 }
 
 names! {
@@ -98,42 +91,16 @@ names! {
     remote_renewer = remote_dir / "renewer";
     /// `.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
     remote_renewer_pid = remote_dir / "renewer.pid";
-    /// `<meta>/reviews/active`.
-    review_active_dir = "reviews/active";
-    /// `<meta>/reviews/closed`.
-    review_closed_dir = "reviews/closed";
-    /// `<meta>/templates/review-tracker-template.md`.
-    review_template = "templates/review-tracker-template.md";
-}
-
-names! {
-    /// `<root>/.<agent>_presence`.
-    fn presence(agent: &str) = PathBuf::from, ".{agent}_presence";
-    /// `<root>/.handshake_<agent>`.
-    fn handshake(agent: &str) = PathBuf::from, ".handshake_{agent}";
-    /// `<root>/.coord/sessions/<tag>-<pid>`: the session of client process `pid` on host `tag`.
-    fn session_file(tag: &str, pid: u32) = sessions_dir, "{tag}-{pid}";
-    /// `<root>/.coord/needs-user/<agent>`: the agent's client waits for its user (JSON).
-    fn needs_user(agent: &str) = needs_user_dir, "{agent}";
-    /// `<root>/.coord/shell/<agent>`: the agent's running shell call (see [`crate::shelledit`]).
-    fn shell_start(agent: &str) = state_dir, "shell/{agent}";
-    /// `<root>/.coord/messages/<id>.msg`. The caller has checked `id` with [`is_valid_message_id`].
-    fn message_file(id: &str) = messages_dir, "{id}{MESSAGE_SUFFIX}";
-    /// `<root>/.coord/messages/read/<agent>`: the read marks of one agent.
-    fn read_marks_dir(agent: &str) = messages_dir, "read/{agent}";
-    /// `<root>/.coord/messages/read/<agent>/<id>`: present once `agent` has read message `id`.
-    fn read_mark(agent: &str, id: &str) = messages_dir, "read/{agent}/{id}";
-    /// `<root>/.coord/partners/<id>.session`, one row (the id zero-padded, so names sort by id).
-    fn partner_row(id: u64) = partners_dir, "{id:010}{ROW_SUFFIX}";
-    /// `<root>/.coord/partners/open/<id>`, the index entry of an open row.
-    fn partner_open(id: u64) = partners_open_dir, "{id}";
-    /// `<dir>/<topic>-tracker.md` (in `active/` or `closed/`).
-    fn review_tracker(topic: &str) = PathBuf::from, "{topic}-tracker.md";
 }
 
 /// The lease file beside a kernel-mutex file (`mutex` → `mutex.lease`), for network folders.
 pub fn lease_of(mutex_path: &Path) -> PathBuf {
     with_suffix(mutex_path, ".lease")
+}
+
+/// `<root>/.coord/sessions/<tag>-<pid>`: the session of client process `pid` on host `tag`.
+pub fn session_file(root: &Path, tag: &str, pid: u32) -> PathBuf {
+    sessions_dir(root).join(format!("{tag}-{pid}"))
 }
 
 /// The host tag and pid of a session file name (`0a1b2c3d-4242` → `("0a1b2c3d", 4242)`).
@@ -154,10 +121,20 @@ pub fn nested_entry(root: &Path, rel: &str) -> PathBuf {
     nested_register(root).join(hashed("", rel, ""))
 }
 
+/// `<root>/.<agent>_presence`.
+pub fn presence(root: &Path, agent: &str) -> PathBuf {
+    root.join(format!(".{agent}_presence"))
+}
+
 /// The agent id of a presence file name (`.claude_presence` → `claude`).
 pub fn presence_agent(file_name: &str) -> Option<&str> {
     let id = file_name.strip_prefix('.')?.strip_suffix("_presence")?;
     is_valid_agent_id(id).then_some(id)
+}
+
+/// `<root>/.handshake_<agent>`.
+pub fn handshake(root: &Path, agent: &str) -> PathBuf {
+    root.join(format!(".handshake_{agent}"))
 }
 
 /// The agent id of a handshake file name (`.handshake_gemini` → `gemini`).
@@ -410,14 +387,39 @@ pub fn is_valid_message_id(id: &str) -> bool {
     (1..=32).contains(&id.len()) && id.bytes().all(digit_or_lower)
 }
 
+/// `<root>/.coord/messages/<id>.msg`. The caller has checked `id` with [`is_valid_message_id`].
+pub fn message_file(root: &Path, id: &str) -> PathBuf {
+    messages_dir(root).join(format!("{id}{MESSAGE_SUFFIX}"))
+}
+
 /// The id of a message file name (`0mkx2a9q1b3cd.msg` → `0mkx2a9q1b3cd`).
 pub fn parse_message_name(file_name: &str) -> Option<&str> {
     let id = file_name.strip_suffix(MESSAGE_SUFFIX)?;
     is_valid_message_id(id).then_some(id)
 }
 
+/// `<root>/.coord/messages/read/<agent>`: the read marks of one agent.
+pub fn read_marks_dir(root: &Path, agent: &str) -> PathBuf {
+    messages_dir(root).join("read").join(agent)
+}
+
+/// `<root>/.coord/messages/read/<agent>/<id>`: present once `agent` has read message `id`.
+pub fn read_mark(root: &Path, agent: &str, id: &str) -> PathBuf {
+    read_marks_dir(root, agent).join(id)
+}
+
 /// The suffix of a stamp-card row file.
 const ROW_SUFFIX: &str = ".session";
+
+/// `<root>/.coord/partners/<id>.session`, one row (the id zero-padded, so names sort by id).
+pub fn partner_row(root: &Path, id: u64) -> PathBuf {
+    partners_dir(root).join(format!("{id:010}{ROW_SUFFIX}"))
+}
+
+/// `<root>/.coord/partners/open/<id>`, the index entry of an open row.
+pub fn partner_open(root: &Path, id: u64) -> PathBuf {
+    partners_open_dir(root).join(id.to_string())
+}
 
 /// The row id of a stamp-card row file name.
 pub fn parse_partner_row_name(file_name: &str) -> Option<u64> {
@@ -461,6 +463,21 @@ pub fn dialogue_mutex(root: &Path, folder_rel: &str) -> PathBuf {
 /// The default review metadata folder under the root.
 pub const REVIEW_METADATA_DIR: &str = ".metadata";
 
+/// `<meta>/reviews/active`.
+pub fn review_active_dir(meta: &Path) -> PathBuf {
+    meta.join("reviews").join("active")
+}
+
+/// `<meta>/reviews/closed`.
+pub fn review_closed_dir(meta: &Path) -> PathBuf {
+    meta.join("reviews").join("closed")
+}
+
+/// `<dir>/<topic>-tracker.md` (in `active/` or `closed/`).
+pub fn review_tracker(dir: &Path, topic: &str) -> PathBuf {
+    dir.join(format!("{topic}-tracker.md"))
+}
+
 /// The topic of a tracker file name (`api-tracker.md` → `api`).
 pub fn review_tracker_topic(file_name: &str) -> Option<&str> {
     file_name
@@ -476,6 +493,11 @@ pub fn review_archive_name(topic: &str) -> String {
 /// `<dir>/<topic>-tracker-archive.md`, beside its tracker.
 pub fn review_archive(dir: &Path, topic: &str) -> PathBuf {
     dir.join(review_archive_name(topic))
+}
+
+/// `<meta>/templates/review-tracker-template.md`.
+pub fn review_template(meta: &Path) -> PathBuf {
+    meta.join("templates").join("review-tracker-template.md")
 }
 
 /// `<meta>/reviews/llms/<llm>/<topic>_review_<date>.md`.
@@ -514,6 +536,16 @@ pub fn review_changelog(
 ) -> PathBuf {
     meta.join("changelog")
         .join(format!("{llm1}_{llm2}_{topic}_{description}_{date}.md"))
+}
+
+/// `<root>/.coord/needs-user/<agent>`: the agent's client waits for its user (JSON).
+pub fn needs_user(root: &Path, agent: &str) -> PathBuf {
+    needs_user_dir(root).join(agent)
+}
+
+/// `<root>/.coord/shell/<agent>`: the agent's running shell call (see [`crate::shelledit`]).
+pub fn shell_start(root: &Path, agent: &str) -> PathBuf {
+    state_dir(root).join("shell").join(agent)
 }
 
 /// The ref on the remote holding every shared claim (one commit; its tree one blob a claim).
