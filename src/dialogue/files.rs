@@ -281,10 +281,13 @@ pub(crate) struct StatusDoc(Map<String, Value>);
 
 impl StatusDoc {
     pub fn new(topic: &str, participants: &[String], now: &Timestamp) -> StatusDoc {
-        let (last_update, list) = (clock::format_timestamp(now), participants);
-        let doc = serde_json::json!({ "topic": topic, "message_count": 0,
-            "last_update": last_update, "last_speaker": null, "participants": list });
-        StatusDoc(doc.as_object().cloned().unwrap_or_default())
+        let mut doc = StatusDoc(Map::new());
+        doc.set("topic", topic);
+        doc.set("message_count", 0);
+        doc.set("last_update", clock::format_timestamp(now));
+        doc.set("last_speaker", Value::Null);
+        doc.set("participants", participants);
+        doc
     }
 
     /// Parse the file's text; the error says why it cannot be used.
