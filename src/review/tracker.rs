@@ -138,10 +138,17 @@ impl Tracker {
     /// Plan the next step, numbered after the last.
     pub(crate) fn push_step(&mut self, actor: &str, action: Action, input: &str) -> Result<()> {
         let number = self.view.steps.len() + 1;
-        let keys = "Actor Status Action Input Output Summary Next".split(' ');
-        let values = [actor, "planned", action.as_str(), input, "", "", ""];
+        let fields = [
+            ("Actor", actor),
+            ("Status", "planned"),
+            ("Action", action.as_str()),
+            ("Input", input),
+            ("Output", ""),
+            ("Summary", ""),
+            ("Next", ""),
+        ];
         let mut block = vec![format!("### {number:02}")];
-        block.extend((keys.zip(values)).map(|(k, v)| field_line(&format!("- **{k}:**"), v)));
+        block.extend(fields.map(|(k, v)| field_line(&format!("- **{k}:**"), v)));
         self.append_to(STEPS, block)
     }
 

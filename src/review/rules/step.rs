@@ -86,23 +86,29 @@ impl Reviews {
             let next = next.map_or(req.next.name(), |p| &p.name).to_string();
             let role = view.meta.role_of(req.next.id());
             let next_action = (req.next_action).unwrap_or_else(|| usual_next(req.action, role));
-            let (status, action) = (req.status.as_str(), req.action.as_str());
-            let mut values = vec![("Status", status), ("Action", action)];
+            let mut values = vec![
+                ("Status", req.status.as_str()),
+                ("Action", req.action.as_str()),
+            ];
             values.extend(req.input.map(|i| ("Input", i.rel.as_str())));
-            let output = ("Output", req.output.rel.as_str());
-            values.extend([output, ("Summary", &summary), ("Next", &next)]);
+            values.extend([
+                ("Output", req.output.rel.as_str()),
+                ("Summary", &summary),
+                ("Next", &next),
+            ]);
             t.set(Block::Step(finished), &values)?;
             t.push_step(&next, next_action, &req.output.rel)?;
             let archived_to = self.archive(req.topic, t)?;
             let next_step = t.view.steps.len() as u32;
-            let act = format!("{} (step {next_step:02})", next_action.as_str());
-            let pointer = ("Prompt for next actor", PROMPT_POINTER);
-            let current = [("Next actor", &*next), ("Next action", &act), pointer];
+            let next_action_text = format!("{} (step {next_step:02})", next_action.as_str());
+            let current = [
+                ("Next actor", next.as_str()),
+                ("Next action", &next_action_text),
+                ("Prompt for next actor", PROMPT_POINTER),
+            ];
             t.set(Block::Current, &current)?;
             t.set_prompt(&next, next_step, &prompt)?;
             let stranger = role.is_none() && !view.meta.participants.is_empty();
-            let (name, topic) = (req.next.name(), req.topic);
-            let warning = format!("{name} is not a participant of review `{topic}`");
             Ok(StepOutcome {
                 tracker: self.rel(&t.path),
                 finished,
@@ -111,7 +117,10 @@ impl Reviews {
                 next_actor: next,
                 next_action,
                 archived_to,
-                warning: stranger.then_some(warning),
+                warning: stranger.then(|| {
+                    let (name, topic) = (req.next.name(), req.topic);
+                    format!("{name} is not a participant of review `{topic}`")
+                }),
             })
         })?;
         let event = Event::new(Kind::ReviewStep, req.actor.id())
