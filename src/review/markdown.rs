@@ -232,8 +232,11 @@ struct Doc<'a> {
 
 impl Doc<'_> {
     fn corrupt(&self, line: Option<usize>, why: impl Into<String>) -> Error {
-        let (path, line, why) = (self.path.to_path_buf(), line.map(|l| l + 1), why.into());
-        Error::Corrupt { path, line, why }
+        Error::Corrupt {
+            path: self.path.to_path_buf(),
+            line: line.map(|l| l + 1),
+            why: why.into(),
+        }
     }
 
     fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {
@@ -273,8 +276,11 @@ impl Doc<'_> {
             if !name.is_empty() && sections.iter().any(|s| s.name == name) {
                 return Err(self.corrupt(Some(i), format!("a second `## {text}` section")));
             }
-            let (heading, end) = (i, self.lines.len());
-            sections.push(Section { name, heading, end });
+            sections.push(Section {
+                name,
+                heading: i,
+                end: self.lines.len(),
+            });
         }
         Ok(sections)
     }
@@ -350,8 +356,10 @@ fn parse_participants(text: &str) -> Vec<Participant> {
         let (name, role) = p.split_once('(').unwrap_or((p, ""));
         let role = role.trim_end_matches(')').trim();
         let role = (!role.is_empty()).then(|| role.to_string());
-        let name = name.trim().to_string();
-        Participant { name, role }
+        Participant {
+            name: name.trim().to_string(),
+            role,
+        }
     };
     parts.map(participant).collect()
 }

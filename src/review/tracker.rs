@@ -98,8 +98,9 @@ impl Tracker {
         block.extend(head.lines().map(String::from));
         self.final_newline = true;
         self.splice(self.lines.len()..self.lines.len(), block)?;
-        let message = format!("cannot add a section to `{}`", self.path.display());
-        self.find(name).ok_or(Error::Failed { message })
+        self.find(name).ok_or_else(|| Error::Failed {
+            message: format!("cannot add a section to `{}`", self.path.display()),
+        })
     }
 
     fn append_to(&mut self, name: &str, block: Vec<String>) -> Result<()> {
@@ -116,8 +117,9 @@ impl Tracker {
             Block::Current => (self.index.current.clone(), heading(CURRENT) + 1),
             Block::Step(n) => {
                 let step = self.view.steps.get((n as usize).wrapping_sub(1));
-                let message = format!("`{}` has no step {n:02}", self.path.display());
-                let step = step.ok_or(Error::Failed { message })?;
+                let step = step.ok_or_else(|| Error::Failed {
+                    message: format!("`{}` has no step {n:02}", self.path.display()),
+                })?;
                 (step.fields.clone(), step.at + 1)
             }
         };

@@ -33,7 +33,8 @@ pub struct CommitInfo {
 }
 
 impl Reviews {
-    /// Check the completion criteria, mark it closed, move it to `reviews/closed/`; maybe commit.
+    /// Close a review: check the completion criteria, mark it closed, move it to `reviews/closed/`,
+    /// and with `commit` commit it (`summary` after `{topic} review: `).
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {
@@ -42,16 +43,19 @@ impl Reviews {
                 Error::Failed { message }
             })?;
             if inside.is_err() {
-                let shown = root.display();
-                let why = format!("`--commit` needs a git work tree, and `{shown}` is not in one");
-                return Err(Error::bad_input(why));
+                return Err(Error::bad_input(format!(
+                    "`--commit` needs a git work tree, and `{}` is not in one",
+                    root.display()
+                )));
             }
         }
         let (guard, mut t) = self.begin(topic, None)?;
         let missing = missing_for_close(&t.view);
         if !missing.is_empty() {
-            let topic = topic.to_string();
-            return Err(Error::ReviewUnfinished { topic, missing });
+            return Err(Error::ReviewUnfinished {
+                topic: topic.to_string(),
+                missing,
+            });
         }
         let (active, closed) = (self.dir(false), self.dir(true));
         let closed_path = self.tracker_path(topic, true);
@@ -228,8 +232,10 @@ mod tests {
     fn the_seed_commit_message() {
         let mut v = view_with("ISSUE-01 resolved Updated the design, ISSUE-02 wontfix", "");
         v.meta.participants[0].name = "claude".into();
-        let (name, role) = ("Local".into(), None);
-        v.meta.participants.push(Participant { name, role });
+        v.meta.participants.push(Participant {
+            name: "Local".into(),
+            role: None,
+        });
         let message = commit_message("rfd", &v, Some("align the design"));
         let want = "rfd review: align the design\n\n- ISSUE-01: Updated the design\n\
 - ISSUE-02: title of ISSUE-02 (wontfix)\n\nCo-Authored-By: Claude <noreply@anthropic.com>\n\

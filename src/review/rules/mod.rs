@@ -66,8 +66,9 @@ pub struct Shown {
 }
 
 impl Reviews {
-    /// The metadata folder `meta` (absolute; default `<root>/.metadata`) of `ws`, used by `actor`,
-    /// whose own `coord lock` on a tracker does not stop it.
+    /// The metadata folder `meta` of `ws` (absolute, inside the workspace; default
+    /// `<root>/.metadata`), for commands run by `actor`: its own `coord lock` on a tracker does
+    /// not stop it.
     pub fn new(ws: &Workspace, meta: Option<PathBuf>, actor: Option<AgentId>) -> Reviews {
         let meta = meta.unwrap_or_else(|| ws.root().join(layout::REVIEW_METADATA_DIR));
         let ws = ws.clone();
@@ -140,8 +141,10 @@ impl Reviews {
             return Err(Error::refused(Refusal::ReviewClosed, why, hint));
         };
         if t.view.meta.status == "closed" {
-            let rel = self.rel(&path);
-            let why = format!("review `{topic}` is closed (`{rel}` says `Status: closed`)");
+            let why = format!(
+                "review `{topic}` is closed (`{}` says `Status: closed`)",
+                self.rel(&path)
+            );
             return Err(Error::refused(Refusal::ReviewClosed, why, None));
         }
         self.check_not_locked(&path, actor.or(self.actor.as_ref()))?;
@@ -171,8 +174,10 @@ impl Reviews {
         let Some(rel) = self.ws.rel(path) else {
             return Ok(());
         };
-        let abs = path.to_path_buf();
-        let target = Target { rel, abs };
+        let target = Target {
+            rel,
+            abs: path.to_path_buf(),
+        };
         let (mut entries, now) = (lock::locks_of(&target), clock::now());
         let cache = &mut StateCache::default();
         lock::classify(self.ws.root(), &mut entries, cache, &now);
@@ -238,7 +243,8 @@ impl Reviews {
         Ok(rel)
     }
 
-    /// A conventional path for today; `to`, `step` and `action` default from the tracker, if any.
+    /// The conventional path of a file dated today; `to`, `step` and `action` default to the
+    /// tracker's other participant and open step when there is a tracker to read.
     pub fn conventional_path(&self, parts: NameParts<'_>) -> Result<PathBuf> {
         let view = self.load(parts.topic).ok().map(|(t, _)| t.view.clone());
         let other = view.as_ref().and_then(|v| v.meta.other_than(parts.llm));
@@ -261,9 +267,11 @@ impl Reviews {
         }
         self.edit(topic, None, |t| {
             let Some(n) = next_issue_number(&t.view) else {
-                let why = format!("its issues reach ISSUE-{}: no number is left", u32::MAX);
-                let (path, line) = (t.path.clone(), None);
-                return Err(Error::Corrupt { path, line, why });
+                return Err(Error::Corrupt {
+                    path: t.path.clone(),
+                    line: None,
+                    why: format!("its issues reach ISSUE-{}: no number is left", u32::MAX),
+                });
             };
             let issue = Issue {
                 id: format!("ISSUE-{n:02}"),
@@ -309,9 +317,10 @@ impl Reviews {
         }
         self.edit(topic, None, |t| {
             t.add_agreement(&text, disputed)?;
-            let message = "the agreement was not added".into();
             let added = t.view.agreements.last().cloned();
-            added.ok_or(Error::Failed { message })
+            added.ok_or_else(|| Error::Failed {
+                message: "the agreement was not added".into(),
+            })
         })
     }
 }
@@ -346,9 +355,12 @@ fn read_text(path: &Path) -> Result<Option<String>> {
     };
     String::from_utf8(bytes).map(Some).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = Some(valid.iter().filter(|&&b| b == b'\n').count() + 1);
-        let (path, why) = (path.to_path_buf(), "it is not UTF-8 text".into());
-        Error::Corrupt { path, line, why }
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        Error::Corrupt {
+            path: path.to_path_buf(),
+            line: Some(line),
+            why: "it is not UTF-8 text".into(),
+        }
     })
 }
 
