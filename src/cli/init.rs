@@ -306,11 +306,18 @@ fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<
 
 /// The past of `action` (`create` → `Created`), or `Would create` with `--dry-run`.
 fn change_verb(dry_run: bool, action: &str) -> String {
-    match (dry_run, action) {
-        (true, _) => format!("Would {action}"),
-        (false, "stop") => "Stopped".into(),
-        _ => format!("{}{}d", action[..1].to_uppercase(), &action[1..]),
+    if dry_run {
+        return format!("Would {action}");
     }
+    match action {
+        "create" => "Created",
+        "restore" => "Restored",
+        "delete" => "Deleted",
+        "remove" => "Removed",
+        "stop" => "Stopped",
+        _ => "Updated",
+    }
+    .to_string()
 }
 
 /// Whether a client runs this folder's hooks, and the step that makes it (for `init` and
