@@ -5,6 +5,7 @@ use std::path::Path;
 use clap::Args;
 
 use coord::error::Refusal;
+use coord::lock::claim::Which;
 use coord::lock::{self, LockState, Release, ReleaseOutcome};
 use coord::workspace::{AgentId, Workspace};
 use coord::{Error, ExitCode};
@@ -63,7 +64,12 @@ pub fn release(
         (all, _) => lock::release(ws, agent, (!all).then_some(&targets[..]), force)?,
     };
     if !patterns.is_empty() {
-        results.extend(lock::claim::release(ws, agent, Some(&patterns[..]), force)?);
+        results.extend(lock::claim::release(
+            ws,
+            agent,
+            Which::Patterns(&patterns, force),
+            true,
+        )?);
     }
     super::remote::start_sync_if_working_on_changed(ws);
     Ok(results)

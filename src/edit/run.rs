@@ -136,7 +136,8 @@ pub fn run(
         .collect();
     let release = || -> Result<Vec<lock::Release>> {
         // Both, whatever the first does.
-        let claims = lock::claim::release_tokens(ws, &req.agent, &claimed, true);
+        let claims =
+            lock::claim::release(ws, &req.agent, lock::claim::Which::Tokens(&claimed), true);
         let locks = lock::release_tokens(ws, &req.agent, &held, true);
         let mut out = claims?;
         out.extend(locks?);

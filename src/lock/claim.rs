@@ -143,38 +143,27 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     )
 }
 
-/// Release `agent`'s claims on `patterns` (all when `None`), with `force` STALE ones of others.
+/// Release `agent`'s claims `which` names; with `record`, in the history and on the remote too.
 pub fn release(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
-    patterns: Option<&[Pattern]>,
-    force: bool,
-) -> Result<Vec<Release>> {
-    let which = patterns.map_or(Which::All, |p| Which::Patterns(p, force));
-    let (mut out, marked) = release_here(ws, agent, which, true)?;
-    remote_claim::release(ws, agent, &marked, &mut out);
-    Ok(out)
-}
-
-/// Release `agent`'s claims `(pattern, token)` by compare-and-delete, keeping the records without
-/// a pattern (as every rewrite of `.coord/claims` does); `record`: in the history.
-pub fn release_tokens(
-    ws: &Workspace,
-    agent: &crate::workspace::AgentId,
-    held: &[(String, String)],
+    which: Which<'_>,
     record: bool,
 ) -> Result<Vec<Release>> {
-    let (mut out, marked) = release_here(ws, agent, Which::Tokens(held), record)?;
+    let (mut out, marked) = release_here(ws, agent, which, record)?;
     if record {
         remote_claim::release(ws, agent, &marked, &mut out);
     }
     Ok(out)
 }
 
-/// Which claims a release gives back: all ours, on patterns (`force`: STALE ones too), by token.
-pub(super) enum Which<'a> {
+/// Which claims a release gives back.
+pub enum Which<'a> {
+    /// All ours.
     All,
+    /// Ours on these patterns, and with `true` (`--force`) the STALE ones of others.
     Patterns(&'a [Pattern], bool),
+    /// Ours by (pattern, token), by compare-and-delete.
     Tokens(&'a [(String, String)]),
 }
 

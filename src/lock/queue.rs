@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::fsutil::{self, RECORD_CAP};
 use crate::host;
 use crate::layout;
+use crate::pattern::Pattern;
 use crate::record::Record;
 use crate::wait::handoff;
 use crate::workspace::{AgentId, Target};
@@ -62,7 +63,7 @@ pub(crate) fn register(
     root: &Path,
     agent: &AgentId,
     targets: &[Target],
-    claims: &[String],
+    claims: &[Pattern],
 ) -> Result<Tickets> {
     let shared = crate::worktree::shared_root(root);
     let (seq_path, queue_root) = (layout::queue_seq(&shared), layout::queue_root(&shared));

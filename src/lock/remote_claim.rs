@@ -222,7 +222,7 @@ pub(super) fn withdraw(ws: &Workspace, agent: &AgentId, got: &[Acquired]) {
         let _ = super::release::release_tokens(ws, agent, &locks, false);
     }
     if !claims.is_empty() {
-        let _ = claim::release_tokens(ws, agent, &claims, false);
+        let _ = claim::release(ws, agent, claim::Which::Tokens(&claims), false);
     }
 }
 

@@ -292,7 +292,8 @@ fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<
 fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: Option<String>, remote: &str) {
     let given = match h.kind {
         Kind::Claim => {
-            claim::release_tokens(ws, agent, &[(h.text.clone(), h.token.clone())], false)
+            let held = [(h.text.clone(), h.token.clone())];
+            claim::release(ws, agent, claim::Which::Tokens(&held), false)
         }
         Kind::Lock => {
             let Ok(target): Result<Target> = ws.target_from_rel(&h.text) else {

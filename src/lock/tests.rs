@@ -18,14 +18,14 @@ fn entry(file: &str, agent: &str, text: &str) -> LockEntry {
 }
 
 /// `entries` judged as of `now`, in a root with no presence.
-fn judge(mut entries: Vec<LockEntry>, now: &Timestamp) -> Vec<LockState> {
-    classify(
-        Path::new("/nonexistent"),
-        &mut entries,
-        &mut StateCache::default(),
-        now,
-    );
-    entries.iter().map(|e| e.state).collect()
+fn judge(mut entries: Vec<LockEntry>, now: &Timestamp) -> Vec<LockEntry> {
+    let root = Path::new("/nonexistent");
+    classify(root, &mut entries, &mut StateCache::default(), now);
+    entries
+}
+
+fn states(entries: Vec<LockEntry>, now: &Timestamp) -> Vec<LockState> {
+    judge(entries, now).iter().map(|e| e.state).collect()
 }
 
 /// Age against the TTL (inclusive bounds, either way in time) decides, with no presence to
@@ -46,12 +46,10 @@ fn the_ttl_decides_staleness_both_ways_in_time() {
     ];
     for (locked_at, ttl, want) in cases {
         let text = format!("Agent: X\nlocked_at: {locked_at}\n{ttl}");
-        let mut entries = vec![entry("a", "x", &text)];
-        let root = Path::new("/nonexistent");
-        classify(root, &mut entries, &mut StateCache::default(), &now);
-        assert_eq!(entries[0].state, want, "{locked_at} {ttl}");
+        let e = judge(vec![entry("a", "x", &text)], &now).remove(0);
+        assert_eq!(e.state, want, "{locked_at} {ttl}");
         if locked_at.starts_with("2999") {
-            assert!(entries[0].stale_why.as_deref().unwrap().contains("future"));
+            assert!(e.stale_why.as_deref().unwrap().contains("future"));
         }
     }
 }
@@ -66,7 +64,7 @@ fn conflicts_and_dead_processes_are_judged() {
         entry("b", "x", "locked_at: 2026-01-28T01:09:30+00:00\n"),
     ];
     use LockState::{Conflict, Live};
-    assert_eq!(judge(entries, &now), [Conflict, Conflict, Live]);
+    assert_eq!(states(entries, &now), [Conflict, Conflict, Live]);
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let pid = child.id();
     child.wait().unwrap();
@@ -77,7 +75,7 @@ fn conflicts_and_dead_processes_are_judged() {
         host::hostname()
     );
     let entries = vec![entry("a", "claude", &text)];
-    assert_eq!(judge(entries, &now), [LockState::Stale]);
+    assert_eq!(states(entries, &now), [LockState::Stale]);
 }
 
 /// An old lock `F.lock.x` planted in `dir`, as read.

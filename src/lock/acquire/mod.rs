@@ -416,8 +416,7 @@ impl Tries<'_> {
         if self.tickets.is_some() {
             return Ok(None);
         }
-        let claims: Vec<String> = req.claims.iter().map(|c| c.as_str().to_string()).collect();
-        let tickets = queue::register(ws.root(), &req.agent, targets, &claims)?;
+        let tickets = queue::register(ws.root(), &req.agent, targets, &req.claims)?;
         // Fencing: a number drawn under a lost lease may repeat one drawn since.
         if !mutex.still_held() {
             queue::leave(&tickets);
