@@ -31,11 +31,10 @@ use crate::workspace::{Target, Workspace};
 /// One try, under the mutex: take every target and claim asked for, or none.
 pub(super) fn attempt(tries: &mut Tries, mutex: &Guard) -> Result<Attempt> {
     let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
-    let roster = lookup_roster(ws.root())?;
     let mut t = Try::read(tries)?;
     let listing = Listing {
         sweep: true,
-        roster: &roster,
+        roster: &t.roster,
         ..Listing::default()
     };
     // Every folder is listed once, however many of the targets it holds.
@@ -58,10 +57,9 @@ pub(super) fn attempt(tries: &mut Tries, mutex: &Guard) -> Result<Attempt> {
         }
     }
     // All or nothing: whatever goes wrong from here on, the locks this try created go.
-    let mut created = Vec::new();
-    let outcome = t.publish(mutex, &plans, &claim_plans, &roster, &mut created);
+    let outcome = t.publish(mutex, &plans, &claim_plans);
     if !matches!(outcome, Ok(Attempt::Got(_))) {
-        for (rel, path) in &created {
+        for (rel, path) in &t.created {
             let _ = fsutil::remove(path);
             index::forget(ws.root(), rel, req.agent.id());
             handoff::let_go(path);
@@ -89,6 +87,10 @@ struct Try<'a> {
     my_seq: Option<u64>,
     /// coord's index of locks, read when a claim first needs it.
     indexed: Option<Vec<(String, String)>>,
+    /// The agents whose locks are also looked up by name, where listings lag ([`lookup_roster`]).
+    roster: Vec<String>,
+    /// The lock files this try made (file, lock file): removed unless it takes everything.
+    created: Vec<(String, PathBuf)>,
 }
 
 impl<'a> Try<'a> {
@@ -97,6 +99,7 @@ impl<'a> Try<'a> {
         let (ws, req, targets) = (tries.ws, tries.req, tries.targets);
         let (mine, tickets) = (&mut tries.mine, tries.tickets.as_ref());
         let (root, me) = (ws.root(), req.agent.id());
+        let roster = lookup_roster(root)?;
         let now = clock::now();
         let mut cache = StateCache::default();
         mine.presence = presence::read(root, me).ok().flatten();
@@ -136,6 +139,8 @@ impl<'a> Try<'a> {
             waiters,
             my_seq: tickets.map(|t| t.seq),
             indexed: None,
+            roster,
+            created: Vec::new(),
         })
     }
 
@@ -302,19 +307,17 @@ impl<'a> Try<'a> {
         mutex: &Guard,
         plans: &[Plan<&Target>],
         claim_plans: &[Plan<&Pattern>],
-        roster: &[String],
-        created: &mut Vec<(String, PathBuf)>,
     ) -> Result<Attempt> {
         let policy = self.ws.policy()?;
         // Where listings lag, locks are also looked up by name for the roster's agents: join it.
         if policy.exact_lookups {
-            join_roster(self.ws.root(), roster, self.me())?;
+            join_roster(self.ws.root(), &self.roster, self.me())?;
         }
         // A process releasing before it exits keeps new locks locked: the next one sleeps on that.
         let hold = handoff::holds_locks() && policy.fs.served_locally();
         let mut got = Vec::with_capacity(plans.len() + claim_plans.len());
         for plan in plans {
-            got.push(self.publish_lock(plan, hold, created)?);
+            got.push(self.publish_lock(plan, hold)?);
         }
         if let Some(b) = self.newcomer(plans)? {
             return Ok(Attempt::Busy(b));
@@ -340,12 +343,7 @@ impl<'a> Try<'a> {
     }
 
     /// Publish our lock on one file: a new record, or ours rewritten (its token kept).
-    fn publish_lock(
-        &self,
-        plan: &Plan<&Target>,
-        hold: bool,
-        created: &mut Vec<(String, PathBuf)>,
-    ) -> Result<Acquired> {
+    fn publish_lock(&mut self, plan: &Plan<&Target>, hold: bool) -> Result<Acquired> {
         let (target, mine) = (plan.key, plan.mine.as_ref());
         let token = token_of(mine);
         let text = self.record(&token, &target.rel, None);
@@ -358,7 +356,7 @@ impl<'a> Try<'a> {
                 .map(|file| hold.then(|| handoff::keep(&path, file)))
                 .is_some();
         if made {
-            created.push((target.rel.clone(), path.clone()));
+            self.created.push((target.rel.clone(), path.clone()));
         } else {
             fsutil::replace(&path, text.as_bytes())?;
         }
