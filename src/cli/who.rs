@@ -4,7 +4,7 @@ use clap::Args;
 
 use coord::ExitCode;
 use coord::clock;
-use coord::lock::format_since;
+use coord::lock::since_text;
 use coord::status;
 
 use super::{Ctx, output};
@@ -57,8 +57,10 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         for h in &f.locks {
             let l = &h.lock;
             // `13:02 (3m ago)`, as `status` and the refusals say it; the full time is in `--json`.
-            let at = l.locked_at.as_deref().and_then(clock::parse_timestamp);
-            let (since, ago) = (format_since(at.as_ref(), &now), output::ago(l.age_s));
+            let (since, ago) = (
+                since_text(l.locked_at.as_deref(), &now),
+                output::ago(l.age_s),
+            );
             let working = coord::lock::working_text(h.working_on.as_deref(), l.reason.as_deref());
             let working = output::working_on(working.as_deref());
             let process = l.pid.map(|p| format!(", process {p}")).unwrap_or_default();
