@@ -5,7 +5,7 @@ use std::path::Path;
 use clap::Args;
 
 use coord::error::Refusal;
-use coord::lock::claim::Which;
+use coord::lock::claim::{self, Which};
 use coord::lock::{self, LockState, Release, ReleaseOutcome};
 use coord::workspace::{AgentId, Workspace};
 use coord::{Error, ExitCode};
@@ -64,7 +64,7 @@ pub fn release(
         (all, _) => lock::release(ws, agent, (!all).then_some(&targets[..]), force)?,
     };
     if !patterns.is_empty() {
-        results.extend(lock::claim::release(
+        results.extend(claim::release(
             ws,
             agent,
             Which::Patterns(&patterns, force),

@@ -57,10 +57,8 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         for h in &f.locks {
             let l = &h.lock;
             // `13:02 (3m ago)`, as `status` and the refusals say it; the full time is in `--json`.
-            let (since, ago) = (
-                since_text(l.locked_at.as_deref(), &now),
-                output::ago(l.age_s),
-            );
+            let since = since_text(l.locked_at.as_deref(), &now);
+            let ago = output::ago(l.age_s);
             let working = coord::lock::working_text(h.working_on.as_deref(), l.reason.as_deref());
             let working = output::working_on(working.as_deref());
             let process = l.pid.map(|p| format!(", process {p}")).unwrap_or_default();
