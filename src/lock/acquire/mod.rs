@@ -368,7 +368,7 @@ impl Tries<'_> {
         let patience = (self.deadline.next_sleep(crate::arbiter::MUTEX_PATIENCE)).max(MUTEX_FLOOR);
         let mutex = match ws.lock_mutex_within(patience) {
             Ok(m) => m,
-            Err(e) if matches!(e, Error::Interrupted { .. }) => return Err(e),
+            Err(e @ Error::Interrupted { .. }) => return Err(e),
             Err(e) => match seen_holder(ws, &req.agent, targets) {
                 Some(b) => return Ok(Attempt::Busy(b)),
                 None => return Err(e),
@@ -378,8 +378,8 @@ impl Tries<'_> {
         match &attempt {
             Attempt::Got(_) => self.leave_line(),
             Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
-                if let Some(fenced) = self.line_up(&mutex)? {
-                    return Ok(fenced);
+                if self.line_up(&mutex)? {
+                    return Ok(Attempt::Fenced);
                 }
             }
             Attempt::Busy(_) | Attempt::Fenced => {}
@@ -401,8 +401,8 @@ impl Tries<'_> {
         queue::leave(&t);
     }
 
-    /// About to wait: refuse a deadlock, else take a ticket (once; fenced if the lease is lost).
-    fn line_up(&mut self, mutex: &Guard) -> Result<Option<Attempt>> {
+    /// About to wait: refuse a deadlock, else take a ticket (once); `true`: fenced, the lease lost.
+    fn line_up(&mut self, mutex: &Guard) -> Result<bool> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // Each time we would wait: the last to close a cycle sees it, even one formed meanwhile.
         if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
@@ -414,13 +414,13 @@ impl Tries<'_> {
             return Err(super::events::refused(ws.root(), req, err));
         }
         if self.tickets.is_some() {
-            return Ok(None);
+            return Ok(false);
         }
         let tickets = queue::register(ws.root(), &req.agent, targets, &req.claims)?;
         // Fencing: a number drawn under a lost lease may repeat one drawn since.
         if !mutex.still_held() {
             queue::leave(&tickets);
-            return Ok(Some(Attempt::Fenced));
+            return Ok(true);
         }
         self.tickets = Some(tickets);
         let waiting = presence::Update {
@@ -428,7 +428,7 @@ impl Tries<'_> {
             ..Default::default()
         };
         presence::write_over(ws.root(), &req.agent, self.mine.presence.as_ref(), &waiting)?;
-        Ok(None)
+        Ok(false)
     }
 
     /// After a try found `blocker` in the way: give up, or tell the user and sleep till worth it.
