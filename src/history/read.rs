@@ -214,18 +214,12 @@ impl Tail {
         }
     }
 
-    /// Follow from the start of the log as it is now (the previous generation is not read).
-    pub fn from_start(root: &Path) -> Tail {
+    /// Follow from the oldest event kept: the previous generation first, then the log.
+    pub fn from_oldest(root: &Path) -> Tail {
         let mut t = Tail::from_end(root);
         if let Some(at) = t.at.as_mut() {
             at.offset = 0;
         }
-        t
-    }
-
-    /// Follow from the oldest event kept: the previous generation first, then the log.
-    pub fn from_oldest(root: &Path) -> Tail {
-        let mut t = Tail::from_start(root);
         if let Some(file) = file_id(&t.rotated) {
             t.at = Some(Position { file, offset: 0 });
         }
