@@ -217,12 +217,8 @@ impl Tail {
     /// Follow from the oldest event kept: the previous generation first, then the log.
     pub fn from_oldest(root: &Path) -> Tail {
         let mut t = Tail::from_end(root);
-        if let Some(at) = t.at.as_mut() {
-            at.offset = 0;
-        }
-        if let Some(file) = file_id(&t.rotated) {
-            t.at = Some(Position { file, offset: 0 });
-        }
+        let oldest = file_id(&t.rotated).or(t.at.map(|at| at.file));
+        t.at = oldest.map(|file| Position { file, offset: 0 });
         t
     }
 
