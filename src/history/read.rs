@@ -41,7 +41,7 @@ impl Filter {
             self.patterns.iter().any(|p| p.matches(file))
                 || self.files.iter().any(|f| {
                     let dir = f.trim_end_matches('/');
-                    file == f || file == dir || file.starts_with(&format!("{dir}/"))
+                    file == dir || file.starts_with(&format!("{dir}/"))
                 })
         });
         // A claim's event: its pattern against the claims asked about.
@@ -104,15 +104,15 @@ fn read_file(path: &Path, cap: u64) -> Vec<Event> {
 /// The events kept that pass `filter`, oldest first (both generations, within the age bound).
 pub fn read(root: &Path, filter: &Filter) -> Vec<Event> {
     let (paths, cap, oldest) = generations(root);
-    let mut timed: Vec<(Timestamp, Event)> = paths
+    let kept = |e: &Event| e.time().is_some_and(|t| t >= oldest) && filter.keeps(e);
+    let mut events: Vec<Event> = paths
         .iter()
         .flat_map(|p| read_file(p, cap))
-        .filter_map(|e| Some((e.time()?, e)))
-        .filter(|(t, e)| *t >= oldest && filter.keeps(e))
+        .filter(kept)
         .collect();
     // Stable: events of one instant stay in the order they were written.
-    timed.sort_by_key(|(t, _)| *t);
-    timed.into_iter().map(|(_, e)| e).collect()
+    events.sort_by_cached_key(Event::time);
+    events
 }
 
 /// Drop events older than the age bound from disk: the previous generation is removed once
