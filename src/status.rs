@@ -546,24 +546,19 @@ pub fn collect(ws: &Workspace) -> Status {
     st.unreadable.extend(lock::claim::unreadable(ws.root()));
     let waiters = queue::waiters(ws.root());
     let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
-    let mut places: BTreeMap<&str, usize> = BTreeMap::new();
-    st.waits = waiters
-        .iter()
-        .map(|w| {
-            let place = places.entry(w.file.as_str()).or_insert(0);
-            *place += 1;
-            WaitView {
-                agent: w.agent.clone(),
-                name: w.name.clone(),
-                file: w.file.clone(),
-                waits_for: edges
-                    .iter()
-                    .filter(|e| e.agent == w.agent && e.file == w.file)
-                    .map(|e| e.holder.clone())
-                    .collect(),
-                position: *place,
-                since: w.since.clone(),
-            }
+    st.waits = (waiters.iter().enumerate())
+        .map(|(i, w)| WaitView {
+            agent: w.agent.clone(),
+            name: w.name.clone(),
+            file: w.file.clone(),
+            waits_for: edges
+                .iter()
+                .filter(|e| e.agent == w.agent && e.file == w.file)
+                .map(|e| e.holder.clone())
+                .collect(),
+            // The waiters of its file up to it, itself included.
+            position: waiters[..=i].iter().filter(|x| x.file == w.file).count(),
+            since: w.since.clone(),
         })
         .collect();
     st.deadlocks = deadlock::cycles(&edges);
