@@ -250,13 +250,8 @@ pub fn glance(ws: &Workspace) -> Status {
 
 /// What both views start from: the root, the agents as their presences say, every lock (those
 /// of removed work trees included; those made by hand found by a `walk`, or at hand), every claim,
-/// the dialogue and the unreadable presences; and the presences, the agents' states and every
-/// lock judged.
-fn look(
-    ws: &Workspace,
-    now: &Timestamp,
-    walk: bool,
-) -> (Status, Vec<Presence>, StateCache, Vec<LockEntry>) {
+/// the dialogue and the unreadable presences; and the agents' states and every lock judged.
+fn look(ws: &Workspace, now: &Timestamp, walk: bool) -> (Status, StateCache, Vec<LockEntry>) {
     let (presences, unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
     let hand = match walk {
@@ -275,7 +270,7 @@ fn look(
         dialogue: dialogue::summary(ws),
         ..Status::default()
     };
-    (st, presences, cache, entries)
+    (st, cache, entries)
 }
 
 /// How long a FINISHED agent stays in the view.
@@ -546,29 +541,24 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
-    let (mut st, presences, mut cache, entries) = look(ws, &now, true);
+    let (mut st, mut cache, entries) = look(ws, &now, true);
     st.unreadable.extend(lock::unreadable(&entries, ws));
     st.unreadable.extend(lock::claim::unreadable(ws.root()));
     let waiters = queue::waiters(ws.root());
     let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
-    let mut places: BTreeMap<&str, usize> = BTreeMap::new();
-    st.waits = waiters
-        .iter()
-        .map(|w| {
-            let place = places.entry(w.file.as_str()).or_insert(0);
-            *place += 1;
-            WaitView {
-                agent: w.agent.clone(),
-                name: w.name.clone(),
-                file: w.file.clone(),
-                waits_for: edges
-                    .iter()
-                    .filter(|e| e.agent == w.agent && e.file == w.file)
-                    .map(|e| e.holder.clone())
-                    .collect(),
-                position: *place,
-                since: w.since.clone(),
-            }
+    st.waits = (waiters.iter().enumerate())
+        .map(|(i, w)| WaitView {
+            agent: w.agent.clone(),
+            name: w.name.clone(),
+            file: w.file.clone(),
+            waits_for: edges
+                .iter()
+                .filter(|e| e.agent == w.agent && e.file == w.file)
+                .map(|e| e.holder.clone())
+                .collect(),
+            // The waiters of its file up to it, itself included.
+            position: waiters[..=i].iter().filter(|x| x.file == w.file).count(),
+            since: w.since.clone(),
         })
         .collect();
     st.deadlocks = deadlock::cycles(&edges);
@@ -594,7 +584,7 @@ pub fn collect(ws: &Workspace) -> Status {
     let (reviews, bad_trackers) = review::rules::open_reviews(ws);
     st.unreadable.extend(bad_trackers);
     st.reviews = reviews;
-    let ids: Vec<String> = presences.iter().map(|p| p.id.clone()).collect();
+    let ids: Vec<String> = st.agents.iter().map(|a| a.agent.clone()).collect();
     let (unread, bad_messages) = message::unread_counts(ws, &ids);
     st.unreadable.extend(bad_messages);
     st.unread = unread;

@@ -78,7 +78,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // Subscribe first, then look: a change between the two is still seen.
     let mut events = FolderWatch::new(&watch::watched_folders(&ws, None));
     let mut tail = match since {
-        Some(_) => Tail::from_start(ws.root()),
+        Some(_) => Tail::from_oldest(ws.root()),
         None => Tail::from_end(ws.root()),
     };
     let mut before = watch::snapshot(&ws);
@@ -109,18 +109,11 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Mode::Lines => output::line(&status::render(&before.status, false)),
     }
     if let Some(since) = since {
-        // The generation rotated away first, then the log from its start (the tail).
-        let filter = history::Filter {
-            since: Some(since),
-            ..Default::default()
-        };
-        let replay: Vec<Event> = history::read(ws.root(), &filter);
-        let first_in_log = tail.poll();
-        let cut = first_in_log.first().map(|e| e.at.clone());
-        let rotated = replay
+        for e in tail
+            .poll()
             .iter()
-            .filter(|e| cut.as_ref().is_none_or(|c| e.at < *c));
-        for e in rotated.chain(first_in_log.iter().filter(|e| filter.keeps(e))) {
+            .filter(|e| e.time().is_some_and(|t| t >= since))
+        {
             feed.history(e, false);
         }
     }

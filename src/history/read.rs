@@ -41,7 +41,7 @@ impl Filter {
             self.patterns.iter().any(|p| p.matches(file))
                 || self.files.iter().any(|f| {
                     let dir = f.trim_end_matches('/');
-                    file == f || file == dir || file.starts_with(&format!("{dir}/"))
+                    file == dir || file.starts_with(&format!("{dir}/"))
                 })
         });
         // A claim's event: its pattern against the claims asked about.
@@ -104,15 +104,15 @@ fn read_file(path: &Path, cap: u64) -> Vec<Event> {
 /// The events kept that pass `filter`, oldest first (both generations, within the age bound).
 pub fn read(root: &Path, filter: &Filter) -> Vec<Event> {
     let (paths, cap, oldest) = generations(root);
-    let mut timed: Vec<(Timestamp, Event)> = paths
+    let kept = |e: &Event| e.time().is_some_and(|t| t >= oldest) && filter.keeps(e);
+    let mut events: Vec<Event> = paths
         .iter()
         .flat_map(|p| read_file(p, cap))
-        .filter_map(|e| Some((e.time()?, e)))
-        .filter(|(t, e)| *t >= oldest && filter.keeps(e))
+        .filter(kept)
         .collect();
     // Stable: events of one instant stay in the order they were written.
-    timed.sort_by_key(|(t, _)| *t);
-    timed.into_iter().map(|(_, e)| e).collect()
+    events.sort_by_cached_key(Event::time);
+    events
 }
 
 /// Drop events older than the age bound from disk: the previous generation is removed once
@@ -214,21 +214,11 @@ impl Tail {
         }
     }
 
-    /// Follow from the start of the log as it is now (the previous generation is not read).
-    pub fn from_start(root: &Path) -> Tail {
-        let mut t = Tail::from_end(root);
-        if let Some(at) = t.at.as_mut() {
-            at.offset = 0;
-        }
-        t
-    }
-
     /// Follow from the oldest event kept: the previous generation first, then the log.
     pub fn from_oldest(root: &Path) -> Tail {
-        let mut t = Tail::from_start(root);
-        if let Some(file) = file_id(&t.rotated) {
-            t.at = Some(Position { file, offset: 0 });
-        }
+        let mut t = Tail::from_end(root);
+        let oldest = file_id(&t.rotated).or(t.at.map(|at| at.file));
+        t.at = oldest.map(|file| Position { file, offset: 0 });
         t
     }
 
