@@ -16,8 +16,6 @@ pub(crate) const HANDOFF_HEADING: &str = "Handoff Prompt for Next Actor";
 /// The Current State value of `Prompt for next actor`.
 pub(crate) const PROMPT_POINTER: &str = "See Handoff Prompts section below";
 
-pub(crate) const META: &str = "meta";
-pub(crate) const CURRENT: &str = "current state";
 pub(crate) const STEPS: &str = "steps";
 pub(crate) const ISSUES: &str = "issues";
 pub(crate) const AGREEMENTS: &str = "agreements log";

@@ -4,8 +4,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::markdown::{
-    AGREEMENTS, CURRENT, HANDOFFS, ISSUES, Index, META, PROMPT_POINTER, STEPS, Section, analyze,
-    encode_cell, fence_for, field_line, render_row, renumber_heading,
+    AGREEMENTS, HANDOFFS, ISSUES, Index, PROMPT_POINTER, STEPS, Section, analyze, encode_cell,
+    fence_for, field_line, render_row, renumber_heading,
 };
 use super::{Action, Issue, IssueStatus, Prompt, View};
 use crate::error::{Error, Result};
@@ -109,18 +109,18 @@ impl Tracker {
         self.insert_in(&sec, at, [vec![String::new()], block].concat())
     }
 
-    /// Set fields of Meta, Current State or a step, adding missing ones after its last field.
+    /// Set fields of Meta, Current State or a step, adding missing ones after its last field (each
+    /// has one: the parser requires `Status`, `Next actor`, and a step's `Actor` and `Status`).
     pub(crate) fn set(&mut self, block: Block, values: &[(&str, &str)]) -> Result<()> {
-        let heading = |name| self.find(name).map_or(0, |s| s.heading);
-        let (fields, fallback) = match block {
-            Block::Meta => (self.index.meta.clone(), heading(META) + 1),
-            Block::Current => (self.index.current.clone(), heading(CURRENT) + 1),
+        let fields = match block {
+            Block::Meta => self.index.meta.clone(),
+            Block::Current => self.index.current.clone(),
             Block::Step(n) => {
                 let step = self.view.steps.get((n as usize).wrapping_sub(1));
                 let step = step.ok_or_else(|| Error::Failed {
                     message: format!("`{}` has no step {n:02}", self.path.display()),
                 })?;
-                (step.fields.clone(), step.at + 1)
+                step.fields.clone()
             }
         };
         let mut extra = Vec::new();
@@ -133,7 +133,7 @@ impl Tracker {
                 None => extra.push(field_line(&format!("- **{key}:**"), value)),
             }
         }
-        let at = fields.iter().map(|f| f.line + 1).max().unwrap_or(fallback);
+        let at = fields.iter().map(|f| f.line + 1).max().unwrap_or_default();
         self.splice(at..at, extra)
     }
 

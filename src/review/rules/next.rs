@@ -53,13 +53,12 @@ impl Reviews {
         let (t, _) = self.load(topic)?;
         let (v, tracker) = (&t.view, self.rel(&t.path));
         let open = v.open_step().filter(|_| v.meta.status != "closed");
-        let (mut output, mut prompt, mut from_tracker) = (None, None, false);
-        if let Some(open) = open {
-            let stored = v.prompt_for(&open.actor, open.number).map(|p| &*p.text);
-            let stored = stored.filter(|text| !text.trim().is_empty());
-            let (out, text) = self.guide(topic, &tracker, v, open, stored);
-            (output, prompt, from_tracker) = (out, Some(text), stored.is_some());
-        }
+        let stored = open.and_then(|s| v.prompt_for(&s.actor, s.number));
+        let stored = stored
+            .map(|p| &*p.text)
+            .filter(|text| !text.trim().is_empty());
+        let guided = open.map(|s| self.guide(topic, &tracker, v, s, stored));
+        let (output, prompt) = guided.map_or((None, None), |(out, text)| (out, Some(text)));
         let actor = open.map_or(&v.current.next_actor, |s| &s.actor);
         Ok(Next {
             topic: topic.to_string(),
@@ -72,7 +71,7 @@ impl Reviews {
             action: open.map(|s| s.action.unwrap_or(Action::Review)),
             suggested_output: output,
             prompt,
-            prompt_from_tracker: from_tracker,
+            prompt_from_tracker: stored.is_some(),
         })
     }
 
