@@ -207,12 +207,9 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut server = Server::new(
         |tool, args| {
             IN_CALL.store(true, Ordering::SeqCst);
-            let outcome = match life.start() {
-                Ok(host) => host.call(tool, args),
-                Err(e) => tools::failed(&e),
-            };
+            let outcome = life.start().and_then(|host| host.run(tool, args));
             IN_CALL.store(false, Ordering::SeqCst);
-            outcome
+            outcome.unwrap_or_else(|e| tools::failed(&e))
         },
         instructions,
     );
