@@ -274,10 +274,7 @@ impl Adapter {
     /// Whether `coord init` wired this client in `root`: its first file runs `coord hook NAME`.
     pub fn wired(&self, root: &Path) -> bool {
         crate::fsutil::read_capped(&root.join(self.wiring[0].file()), 16 * 1024 * 1024)
-            .ok()
-            .is_some_and(|b| {
-                String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name))
-            })
+            .is_ok_and(|b| String::from_utf8_lossy(&b).contains(&command(self.name, None)))
     }
 }
 
