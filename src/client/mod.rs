@@ -196,7 +196,7 @@ pub struct Adapter {
     pub(crate) edits: &'static [(&'static str, Edit)],
     pub(crate) shell: fn(&str, &Value) -> Option<Shell>,
     pub(crate) render: fn(&Reply) -> Option<Value>,
-    pub(crate) normalize: Option<fn(Value) -> Value>,
+    pub(crate) normalize: fn(Value) -> Value,
     /// Whether the client is told "no" by its exit status.
     pub denies_by_exit_status: bool,
     pub(crate) instruction_file: Option<&'static str>,
@@ -274,10 +274,7 @@ impl Adapter {
     /// Whether `coord init` wired this client in `root`: its first file runs `coord hook NAME`.
     pub fn wired(&self, root: &Path) -> bool {
         crate::fsutil::read_capped(&root.join(self.wiring[0].file()), 16 * 1024 * 1024)
-            .ok()
-            .is_some_and(|b| {
-                String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name))
-            })
+            .is_ok_and(|b| String::from_utf8_lossy(&b).contains(&command(self.name, None)))
     }
 }
 
@@ -387,7 +384,7 @@ const BASE: Adapter = Adapter {
     edits: &[],
     shell: |_, _| None,
     render: render_claude,
-    normalize: None,
+    normalize: |payload| payload,
     denies_by_exit_status: false,
     instruction_file: None,
     shell_git_hooks: (
@@ -741,7 +738,7 @@ const CURSOR: Adapter = Adapter {
             Reply::Context(text) | Reply::Notice(_, text) => json!({"additional_context": text}),
         })
     },
-    normalize: Some(tools::cursor_normalize),
+    normalize: tools::cursor_normalize,
     shell_git_hooks: EDITOR_GIT,
     wiring: &[
         Wire::hooks(".cursor/hooks.json", HookStyle::Flat { version: true }),
@@ -771,7 +768,7 @@ const WINDSURF: Adapter = Adapter {
     shell: |t, i| tools::shell_call(t, tools::WINDSURF_RUN, i, None),
     // Cascade reads no JSON: a denial is exit status 2 with the reason on stderr.
     render: |_| None,
-    normalize: Some(tools::windsurf_normalize),
+    normalize: tools::windsurf_normalize,
     denies_by_exit_status: true,
     shell_git_hooks: EDITOR_GIT,
     wiring: &[Wire::hooks(
@@ -886,10 +883,7 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         return Err(Error::bad_input("the hook payload is not a JSON object"));
     };
     let adapter = client.adapter();
-    let value = match adapter.normalize {
-        Some(normalize) => normalize(read.value),
-        None => read.value,
-    };
+    let value = (adapter.normalize)(read.value);
     let event = event
         .map(str::to_string)
         .or_else(|| str_field(&value, &["hook_event_name", "hookEventName"]))

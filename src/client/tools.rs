@@ -91,22 +91,16 @@ fn lines(value: &Value) -> Option<String> {
 /// continued.
 pub fn cursor_normalize(payload: Value) -> Value {
     let field = |key| str_field(&payload, &[key]);
-    let (id, cwd, event) = (
-        field("conversation_id"),
-        field("cwd"),
-        field("hook_event_name"),
-    );
-    let root = payload["workspace_roots"][0].as_str().map(str::to_string);
+    let (id, event) = (field("conversation_id"), field("hook_event_name"));
+    let root = (field("cwd").is_none()).then(|| payload["workspace_roots"][0].clone());
     let Value::Object(mut p) = payload else {
         return payload;
     };
     if let Some(id) = id {
         p.entry("session_id").or_insert(json!(id));
     }
-    if cwd.is_none()
-        && let Some(root) = root
-    {
-        p.insert("cwd".into(), json!(root));
+    if let Some(root @ Value::String(_)) = root {
+        p.insert("cwd".into(), root);
     }
     let event = event.unwrap_or_default();
     let mut tool = |name: &str, key: &str, from: &str| {

@@ -246,14 +246,13 @@ fn holding(root: &Path, path: &Path, missing: Trust) -> Result<Vec<(String, Stri
 /// `security.folderTrust.enabled` in the user and system settings, then the longest
 /// matching rule of `trustedFolders.json`.
 pub fn gemini(root: &Path) -> Verdict {
-    let env = |k: &str| std::env::var(k).ok();
-    if env("GEMINI_RESTRICTED_MODE").as_deref() == Some("true")
-        || env("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("false")
-    {
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    let workspace = env("GEMINI_CLI_TRUST_WORKSPACE");
+    if env("GEMINI_RESTRICTED_MODE") == "true" || workspace == "false" {
         let why = "the environment sets restricted mode or GEMINI_CLI_TRUST_WORKSPACE=false";
         return Err(Trust::new(No, why));
     }
-    if env("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("true") {
+    if workspace == "true" {
         return Err(Trust::new(Yes, "GEMINI_CLI_TRUST_WORKSPACE=true"));
     }
     let settings = folder_trust(

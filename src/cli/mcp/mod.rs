@@ -55,12 +55,12 @@ pub struct McpArgs {
 }
 
 /// The server's life as an agent: nobody until the first tool call (a health check leaves
-/// nothing behind), then clocked in until the end as the agent given, else the session's
-/// (looked up then), else `named`.
+/// nothing behind), then clocked in until the end as the agent given (`explicit`: `named` is
+/// it), else the session's (looked up then), else `named`.
 struct Life {
     ws: Workspace,
     quiet: bool,
-    explicit: Option<AgentId>,
+    explicit: bool,
     named: AgentId,
     state: Mutex<Stage>,
 }
@@ -87,12 +87,10 @@ impl Life {
             Stage::Closed => anyhow::bail!("the server is shutting down"),
             Stage::Idle(task) => task.take(),
         };
-        let session = (self.explicit.is_none())
+        let session = (!self.explicit)
             .then(|| identity::current(self.ws.root()))
             .flatten();
-        let agent = (self.explicit.clone())
-            .or_else(|| session.as_ref().map(|s| s.agent.clone()))
-            .unwrap_or_else(|| self.named.clone());
+        let agent = (session.as_ref()).map_or_else(|| self.named.clone(), |s| s.agent.clone());
         let partner = Partner::Named(agent.clone());
         let started = stamp::startup(&self.ws, partner, task.as_deref(), Some(host::pid()))?;
         let row = started.row.session_id;
@@ -159,7 +157,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     } else {
         ctx.workspace(None)?
     };
-    let explicit = ctx.agent_explicit()?;
+    let explicit = ctx.agent_explicit()?.is_some();
     // Who the server will be, for the instructions: nobody is clocked in before a tool call.
     let named = ctx
         .agent_opt()?
@@ -209,12 +207,9 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut server = Server::new(
         |tool, args| {
             IN_CALL.store(true, Ordering::SeqCst);
-            let outcome = match life.start() {
-                Ok(host) => host.call(tool, args),
-                Err(e) => tools::failed(&e),
-            };
+            let outcome = life.start().and_then(|host| host.run(tool, args));
             IN_CALL.store(false, Ordering::SeqCst);
-            outcome
+            outcome.unwrap_or_else(|e| tools::failed(&e))
         },
         instructions,
     );

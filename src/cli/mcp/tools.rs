@@ -40,14 +40,9 @@ pub struct Host {
 }
 
 impl Host {
-    /// Run `tool` with `args`: its outcome, or the refusal as the CLI prints it.
-    pub fn call(&self, tool: &'static ToolSpec, args: &Map<String, Value>) -> Value {
-        let args = Args::new(tool, args).map_err(anyhow::Error::from);
-        args.and_then(|args| self.run(tool, &args))
-            .unwrap_or_else(|err| failed(&err))
-    }
-
-    fn run(&self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<Value> {
+    /// Run `tool` with `args`: its outcome, or why it is refused (see [`failed`]).
+    pub fn run(&self, tool: &'static ToolSpec, args: &Map<String, Value>) -> anyhow::Result<Value> {
+        let args = Args::new(tool, args)?;
         let (ws, agent) = (&self.ws, &self.agent);
         match tool.name {
             "status" => {
