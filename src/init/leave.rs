@@ -95,7 +95,7 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
         let what = "a backup or refused write (--yes)";
         removed.extend(kept.drain(..).map(|k| Gone { path: k.path, what }));
     }
-    removed.extend(found.state_dirs);
+    removed.sort_by_key(|g| g.what == STATE);
 
     // The guard's hooks, in each folder git takes them from (one for most repositories).
     let mut hooks = Vec::new();
@@ -171,14 +171,12 @@ pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
 /// What the walk of the work trees found.
 #[derive(Default)]
 struct Found {
-    /// coord's files that go.
+    /// coord's files and `.coord/` folders that go.
     files: Vec<Gone>,
     /// Backups and refused writes that differ from their file.
     copies: Vec<Kept>,
     /// The files of lock files (read as locks), with their tree's top level.
     locks: Vec<(PathBuf, PathBuf)>,
-    /// `.coord/` folders.
-    state_dirs: Vec<Gone>,
 }
 
 /// `path` as one of coord's files or folders that goes.
@@ -208,7 +206,7 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
                 classify_file(top, &path, name, found);
             }
         } else if name == layout::STATE_DIR {
-            found.state_dirs.push(gone(&path, STATE));
+            found.files.push(gone(&path, STATE));
         } else if name != ".git" && !tops.contains(&path) {
             match std::fs::symlink_metadata(path.join(".git")) {
                 Ok(git) if git.is_file() => walk(&path, &path, tops, &tracked_set(&path), found),
