@@ -352,13 +352,11 @@ fn strip_json(
             let mut removed = false;
             for group in groups.elements() {
                 let inner = group.as_object().and_then(|o| o.array_value("hooks"));
-                let mine: Vec<CstNode> = inner
-                    .as_ref()
-                    .map(|i| i.elements().into_iter().filter(ours).collect())
-                    .unwrap_or_default();
-                let all = inner.is_some_and(|i| i.elements().len() == mine.len());
+                let hooks = inner.map(|i| i.elements()).unwrap_or_default();
+                let count = hooks.len();
+                let mine: Vec<CstNode> = hooks.into_iter().filter(ours).collect();
                 removed |= ours(&group) || !mine.is_empty();
-                if ours(&group) || (!mine.is_empty() && all) {
+                if ours(&group) || (!mine.is_empty() && mine.len() == count) {
                     group.remove();
                 } else {
                     mine.into_iter().for_each(CstNode::remove);
