@@ -202,8 +202,11 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
             continue;
         };
         if !meta.is_dir() {
-            if meta.is_file() && !tracked.contains(&super::rel_of(top, &path)) {
-                classify_file(top, &path, name, found);
+            if meta.is_file()
+                && !tracked.contains(&super::rel_of(top, &path))
+                && let Some(what) = classify_file(top, &path, name, found)
+            {
+                found.files.push(gone(&path, what));
             }
         } else if name == layout::STATE_DIR {
             found.files.push(gone(&path, STATE));
@@ -224,8 +227,9 @@ fn tracked_set(top: &Path) -> HashSet<String> {
         .collect()
 }
 
-/// Note `path` (named `name`, in the tree `top`) when it is one of coord's files.
-fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
+/// What `path` (named `name`, in the tree `top`) is when it is one of coord's files that go; a
+/// lock is noted among the locks, a copy that differs from its file among those kept.
+fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) -> Option<&'static str> {
     let reads = |keys: [&str; 2]| {
         fsutil::read_capped(path, fsutil::RECORD_CAP).is_ok_and(|b| {
             let record = Record::parse(&String::from_utf8_lossy(&b));
@@ -233,35 +237,35 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
         })
     };
     // A name of coord's whose content is not coord's is the user's file.
-    let what = if let Some((base, _)) = layout::parse_lock_name(name) {
+    if let Some((base, _)) = layout::parse_lock_name(name) {
         let lock = reads(["locked_at", "token"]);
         if lock {
-            let file = path.with_file_name(base);
-            found.locks.push((file, top.to_path_buf()));
+            found
+                .locks
+                .push((path.with_file_name(base), top.to_path_buf()));
         }
-        lock.then_some("a lock file")
-    } else if layout::is_temp_name(name) {
-        Some("a temporary file")
-    } else if layout::presence_agent(name).is_some() {
-        reads(["heartbeat", "status"]).then_some("a presence file")
-    } else if layout::handshake_agent(name).is_some() {
-        reads(["from", "protocol"]).then_some("a handshake file")
-    } else if let Some(twin) = copy_of(path, name) {
-        if !same_bytes(path, &twin) {
-            let (path, differs_from) = (path.display().to_string(), twin.display().to_string());
-            found.copies.push(Kept { path, differs_from });
-            return;
-        }
-        Some(match layout::is_backup_name(name) {
-            true => "a backup equal to its file",
-            false => "a refused write equal to its file",
-        })
-    } else {
-        None
-    };
-    if let Some(what) = what {
-        found.files.push(gone(path, what));
+        return lock.then_some("a lock file");
     }
+    let (twin, what) = match layout::own_file_kind(name)? {
+        kind @ "a temporary file" => return Some(kind),
+        kind @ "a presence file" => return reads(["heartbeat", "status"]).then_some(kind),
+        kind @ "a handshake file" => return reads(["from", "protocol"]).then_some(kind),
+        "a backup" => (
+            name.strip_suffix(layout::BACKUP_SUFFIX)?,
+            "a backup equal to its file",
+        ),
+        _ => (
+            &name[..name.rfind(layout::REJECTED_INFIX)?],
+            "a refused write equal to its file",
+        ),
+    };
+    let twin = path.with_file_name(twin);
+    if !same_bytes(path, &twin) {
+        let (path, differs_from) = (path.display().to_string(), twin.display().to_string());
+        found.copies.push(Kept { path, differs_from });
+        return None;
+    }
+    Some(what)
 }
 
 /// Whether two regular files hold the same bytes (over 512 MiB: different, kept rather than read).
@@ -280,16 +284,6 @@ fn same_bytes(a: &Path, b: &Path) -> bool {
         }
         _ => false,
     }
-}
-
-/// The file a backup (`FILE.bak`) or refused write (`FILE.rejected.<agent>[.<n>]`) was made for.
-fn copy_of(path: &Path, name: &str) -> Option<PathBuf> {
-    let base = match layout::own_file_kind(name)? {
-        "a backup" => name.strip_suffix(layout::BACKUP_SUFFIX)?,
-        k if k.starts_with("a refused write") => &name[..name.rfind(layout::REJECTED_INFIX)?],
-        _ => return None,
-    };
-    Some(path.with_file_name(base))
 }
 
 /// Refuse (exit 3, `in_use`) when another agent than `me` holds a live lock among `locks` (locked
