@@ -47,7 +47,7 @@ pub struct Kept {
 }
 
 /// What `init --remove --all` would do (or did).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Leaving {
     /// The work trees, the one it runs in first.
     pub trees: Vec<TreeWiring>,
@@ -78,42 +78,41 @@ const STATE: &str = "coord's state folder";
 /// whose locks do not stand in the way; `yes`: differing backups go too). Nothing is written.
 pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> {
     let tops = crate::worktree::repository_tops(ws.root());
-    let mut found = Found::default();
+    let (mut leaving, mut locks) = (Leaving::default(), Vec::new());
     for top in &tops {
-        walk(top, top, &tops, &tracked_set(top), &mut found);
+        walk(top, top, &tops, &tracked_set(top), &mut leaving, &mut locks);
     }
-    refuse_live_locks(&tops, &found.locks, me)?;
+    refuse_live_locks(&tops, &locks, me)?;
 
     let trees = tops.iter().map(|top| {
         let removal = plan_removal(&Workspace::at(top.clone()), Client::ALL)?;
         let root = top.display().to_string();
         Ok(TreeWiring { root, removal })
     });
-    let trees = trees.collect::<Result<Vec<_>>>()?;
-    let (mut removed, mut kept) = (found.files, found.copies);
+    leaving.trees = trees.collect::<Result<Vec<_>>>()?;
     if yes {
         let what = "a backup or refused write (--yes)";
-        removed.extend(kept.drain(..).map(|k| Gone { path: k.path, what }));
+        let kept = leaving.kept.drain(..);
+        leaving
+            .removed
+            .extend(kept.map(|k| Gone { path: k.path, what }));
     }
-    removed.sort_by_key(|g| g.what == STATE);
+    leaving.removed.sort_by_key(|g| g.what == STATE);
 
     // The guard's hooks, in each folder git takes them from (one for most repositories).
-    let mut hooks = Vec::new();
-    let mut hooks_dirs: Vec<PathBuf> = Vec::new();
     for top in &tops {
         if let Ok(dir) = guard::hooks_dir(top)
-            && !hooks_dirs.contains(&dir)
+            && !leaving.hooks_dirs.contains(&dir)
         {
             let mut ours = guard::uninstall_in(&dir, true)?;
             ours.retain(|h| matches!(h.outcome, "removed" | "restored"));
             if !ours.is_empty() {
-                hooks.extend(ours);
-                hooks_dirs.push(dir);
+                leaving.hooks.extend(ours);
+                leaving.hooks_dirs.push(dir);
             }
         }
     }
 
-    let (mut exclude, mut submodule_excludes, mut excludes_left) = (None, Vec::new(), Vec::new());
     if let Some(common) = crate::worktree::common_dir(ws.root()) {
         let gits = std::iter::once(common.clone()).chain(crate::adopt::submodules(&common));
         for (i, git) in gits.enumerate() {
@@ -121,24 +120,15 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
             if let Some(left) = exclude_without_block(&path)? {
                 let shown = path.display().to_string();
                 match i {
-                    0 => exclude = Some(shown),
-                    _ => submodule_excludes.push(shown),
+                    0 => leaving.exclude = Some(shown),
+                    _ => leaving.submodule_excludes.push(shown),
                 }
-                excludes_left.push((path, left));
+                leaving.excludes_left.push((path, left));
             }
         }
     }
-    Ok(Leaving {
-        trees,
-        removed,
-        kept,
-        hooks,
-        exclude,
-        submodule_excludes,
-        remote: crate::remote::config(ws).map(|c| c.remote),
-        excludes_left,
-        hooks_dirs,
-    })
+    leaving.remote = crate::remote::config(ws).map(|c| c.remote);
+    Ok(leaving)
 }
 
 /// Do what [`plan`] decided; a warning when this clone's records on its remote stay.
@@ -168,26 +158,23 @@ pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
     Ok(warning)
 }
 
-/// What the walk of the work trees found.
-#[derive(Default)]
-struct Found {
-    /// coord's files and `.coord/` folders that go.
-    files: Vec<Gone>,
-    /// Backups and refused writes that differ from their file.
-    copies: Vec<Kept>,
-    /// The files of lock files (read as locks), with their tree's top level.
-    locks: Vec<(PathBuf, PathBuf)>,
-}
-
 /// `path` as one of coord's files or folders that goes.
 fn gone(path: &Path, what: &'static str) -> Gone {
     let path = path.display().to_string();
     Gone { path, what }
 }
 
-/// Walk `dir` (in the work tree `top`), never following a link nor entering `.git`, another work
-/// tree or repository, or `.coord/` (which goes whole); a submodule is walked as its own tree.
-fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, found: &mut Found) {
+/// Walk `dir` (in the work tree `top`) for coord's files, noted in `found` (locked files, with
+/// their tree, in `locks`), never following a link nor entering `.git`, another work tree or
+/// repository, or `.coord/` (which goes whole); a submodule is walked as its own tree.
+fn walk(
+    top: &Path,
+    dir: &Path,
+    tops: &[PathBuf],
+    tracked: &HashSet<String>,
+    found: &mut Leaving,
+    locks: &mut Vec<(PathBuf, PathBuf)>,
+) {
     let Ok(names) = fsutil::list_names(dir) else {
         return;
     };
@@ -204,17 +191,19 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
         if !meta.is_dir() {
             if meta.is_file()
                 && !tracked.contains(&super::rel_of(top, &path))
-                && let Some(what) = classify_file(top, &path, name, found)
+                && let Some(what) = classify_file(top, &path, name, found, locks)
             {
-                found.files.push(gone(&path, what));
+                found.removed.push(gone(&path, what));
             }
         } else if name == layout::STATE_DIR {
-            found.files.push(gone(&path, STATE));
+            found.removed.push(gone(&path, STATE));
         } else if name != ".git" && !tops.contains(&path) {
             match std::fs::symlink_metadata(path.join(".git")) {
-                Ok(git) if git.is_file() => walk(&path, &path, tops, &tracked_set(&path), found),
+                Ok(git) if git.is_file() => {
+                    walk(&path, &path, tops, &tracked_set(&path), found, locks)
+                }
                 Ok(_) => {}
-                Err(_) => walk(top, &path, tops, tracked, found),
+                Err(_) => walk(top, &path, tops, tracked, found, locks),
             }
         }
     }
@@ -228,8 +217,14 @@ fn tracked_set(top: &Path) -> HashSet<String> {
 }
 
 /// What `path` (named `name`, in the tree `top`) is when it is one of coord's files that go; a
-/// lock is noted among the locks, a copy that differs from its file among those kept.
-fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) -> Option<&'static str> {
+/// lock is noted among `locks`, a copy that differs from its file among those kept.
+fn classify_file(
+    top: &Path,
+    path: &Path,
+    name: &str,
+    found: &mut Leaving,
+    locks: &mut Vec<(PathBuf, PathBuf)>,
+) -> Option<&'static str> {
     let reads = |keys: [&str; 2]| {
         fsutil::read_capped(path, fsutil::RECORD_CAP).is_ok_and(|b| {
             let record = Record::parse(&String::from_utf8_lossy(&b));
@@ -240,9 +235,7 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) -> Opti
     if let Some((base, _)) = layout::parse_lock_name(name) {
         let lock = reads(["locked_at", "token"]);
         if lock {
-            found
-                .locks
-                .push((path.with_file_name(base), top.to_path_buf()));
+            locks.push((path.with_file_name(base), top.to_path_buf()));
         }
         return lock.then_some("a lock file");
     }
@@ -262,7 +255,7 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) -> Opti
     let twin = path.with_file_name(twin);
     if !same_bytes(path, &twin) {
         let (path, differs_from) = (path.display().to_string(), twin.display().to_string());
-        found.copies.push(Kept { path, differs_from });
+        found.kept.push(Kept { path, differs_from });
         return None;
     }
     Some(what)
