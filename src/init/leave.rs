@@ -263,20 +263,9 @@ fn classify_file(
 
 /// Whether two regular files hold the same bytes (over 512 MiB: different, kept rather than read).
 fn same_bytes(a: &Path, b: &Path) -> bool {
-    const CAP: u64 = 512 * 1024 * 1024;
-    let len = |p: &Path| {
-        std::fs::symlink_metadata(p)
-            .ok()
-            .filter(|m| m.is_file())
-            .map(|m| m.len())
-    };
-    match (len(a), len(b)) {
-        (Some(x), Some(y)) if x == y && x <= CAP => {
-            let read = |p: &Path| fsutil::read_capped(p, x + 1).ok();
-            read(a).is_some_and(|bytes| read(b) == Some(bytes))
-        }
-        _ => false,
-    }
+    let len = |p: &Path| std::fs::symlink_metadata(p).map(|m| m.len()).ok();
+    let read = |p: &Path| fsutil::read_capped(p, 512 * 1024 * 1024).ok();
+    len(a) == len(b) && read(a).is_some_and(|bytes| read(b) == Some(bytes))
 }
 
 /// Refuse (exit 3, `in_use`) when another agent than `me` holds a live lock among `locks` (locked
@@ -347,8 +336,5 @@ fn exclude_without_block(path: &Path) -> Result<Option<Option<String>>> {
     let shown = path.display().to_string();
     let left = strip_block(&text, IGNORE_BEGIN, IGNORE_END)
         .map_err(|line| unterminated(&shown, IGNORE_BEGIN, IGNORE_END, line))?;
-    if left.as_deref() == Some(text.as_str()) {
-        return Ok(None);
-    }
-    Ok(Some(left))
+    Ok((left.as_deref() != Some(text.as_str())).then_some(left))
 }
