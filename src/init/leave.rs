@@ -85,7 +85,7 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     refuse_live_locks(&tops, &locks, me)?;
 
     let trees = tops.iter().map(|top| {
-        let removal = plan_removal(&Workspace::at(top.clone()), Client::ALL)?;
+        let removal = plan_removal(top, Client::ALL)?;
         let root = top.display().to_string();
         Ok(TreeWiring { root, removal })
     });
@@ -138,7 +138,7 @@ pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
         None => None,
     };
     for tree in &leaving.trees {
-        apply_removal(&Workspace::at(PathBuf::from(&tree.root)), &tree.removal)?;
+        apply_removal(Path::new(&tree.root), &tree.removal)?;
     }
     for gone in leaving.removed.iter().filter(|g| g.what != STATE) {
         fsutil::remove(Path::new(&gone.path))?;
