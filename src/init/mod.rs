@@ -78,14 +78,9 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
         root: root.to_path_buf(),
         ..Wiring::default()
     };
-    let mut wired = Vec::new();
     for &client in clients {
-        let skipped = files.skipped.len();
         files.client = Some(client.as_str());
         wire(&mut files, client)?;
-        if files.skipped.len() == skipped {
-            wired.push(client.as_str());
-        }
     }
     files.client = None;
     for (rel, begin, end, body) in texts(clients) {
@@ -93,9 +88,10 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
             with_block(text, begin, end, &body).map_err(|line| unterminated(rel, begin, end, line))
         })?;
     }
+    let wired = |c: &&Client| !files.skipped.iter().any(|s| s.client == Some(c.as_str()));
     Ok(Plan {
         root: root.display().to_string(),
-        clients: wired,
+        clients: clients.iter().filter(wired).map(|c| c.as_str()).collect(),
         skipped: files.skipped,
         create_state_dir: !crate::layout::state_dir(&crate::worktree::shared_root(root)).is_dir(),
         changes: files.changes,
