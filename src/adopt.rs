@@ -85,11 +85,10 @@ pub(crate) fn submodules(common: &Path) -> Vec<PathBuf> {
     }
     let mut found = Vec::new();
     let mut looked = 0;
-    while let Some(dir) = todo.pop() {
+    while looked < MODULE_FOLDERS
+        && let Some(dir) = todo.pop()
+    {
         looked += 1;
-        if looked > MODULE_FOLDERS {
-            break;
-        }
         let Ok(entries) = fsutil::read_dir(&dir) else {
             continue;
         };

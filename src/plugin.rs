@@ -26,37 +26,21 @@ pub const SWITCH: &str = "coord.enabled";
 /// The one-line description shown by the clients.
 pub const DESCRIPTION: &str = "Coordinate AI coding agents in one repository: files locked while an agent edits them, presence, messages (coord)";
 
-/// What a plugin needs to know: the `coord` binary its commands call.
-#[derive(Debug, Clone)]
-pub struct Spec {
-    /// The absolute path of the `coord` binary, as an argv entry (MCP `command`).
-    pub coord: String,
+/// The running `coord` by its absolute path: the binary the plugins' commands call.
+pub fn current_binary() -> Result<String> {
+    let exe = std::env::current_exe().at("find the running binary", Path::new("coord"))?;
+    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    Ok(exe.to_string_lossy().into_owned())
 }
 
-impl Spec {
-    /// The running `coord`, by its absolute path.
-    pub fn current() -> Result<Spec> {
-        let exe = std::env::current_exe().at("find the running binary", Path::new("coord"))?;
-        let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
-        Ok(Spec {
-            coord: exe.to_string_lossy().into_owned(),
-        })
-    }
-
-    /// `coord hook NAME ...` as the plugin runs it: the absolute binary with `--plugin`, behind
-    /// `exec` (the client's shell becomes coord rather than waiting for it).
-    pub fn command(&self, init_command: &str) -> String {
-        let rest = init_command
-            .strip_prefix(COORD)
-            .map(str::trim_start)
-            .unwrap_or(init_command);
-        format!("exec {} {rest} {FLAG}", crate::shell::arg(&self.coord))
-    }
-
-    /// The `coord mcp` server the plugin runs, in `style`.
-    fn mcp(&self, style: McpStyle) -> Value {
-        style.server(&[&self.coord, "mcp", FLAG]).1
-    }
+/// `coord hook NAME ...` as the plugin runs it: the binary `coord` (absolute) with `--plugin`,
+/// behind `exec` (the client's shell becomes coord rather than waiting for it).
+fn command(coord: &str, init_command: &str) -> String {
+    let rest = init_command
+        .strip_prefix(COORD)
+        .map(str::trim_start)
+        .unwrap_or(init_command);
+    format!("exec {} {rest} {FLAG}", crate::shell::arg(coord))
 }
 
 /// One file of a plugin: its path in the client's folder, and its bytes.
@@ -94,7 +78,7 @@ fn skill() -> String {
 
 /// A JS plugin `coord init` writes (`template`, for `client`) as the user-level plugin runs it:
 /// the absolute `coord` with `--plugin`, `const INSTRUCTIONS` and `const MCP` filled in.
-pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) -> String {
+pub fn script(template: &str, client: &str, coord: &str, mcp: Option<&Value>) -> String {
     let mut text = template.to_string();
     let edits = [
         (
@@ -107,10 +91,7 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
         ),
         (
             "const COORD = process.env.COORD_BIN || \"coord\";".to_string(),
-            format!(
-                "const COORD = process.env.COORD_BIN || {};",
-                json!(spec.coord)
-            ),
+            format!("const COORD = process.env.COORD_BIN || {};", json!(coord)),
         ),
         (
             format!("[\"hook\", \"{client}\"]"),
@@ -144,7 +125,7 @@ fn about(extra: Vec<Value>) -> Value {
 }
 
 /// `client`'s plugin in `folder`, when coord writes one: its files, and what it is.
-fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Written)> {
+fn bundle(client: Client, coord: &str, folder: &Path) -> Option<(Vec<File>, Written)> {
     let adapter = client.adapter();
     // The hooks laid out as in the client's project file, with `version` in Copilot's style.
     let style = adapter.wiring.iter().find_map(|w| match *w {
@@ -153,7 +134,7 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
     });
     // The hooks as the plugin runs them.
     let set: HookSet = (adapter.hooks().into_iter())
-        .map(|(event, matcher, cmd)| (event, matcher, spec.command(&cmd)))
+        .map(|(event, matcher, cmd)| (event, matcher, command(coord, &cmd)))
         .collect();
     let hooks = style.map(|style| {
         let mut doc = Map::new();
@@ -163,7 +144,9 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
     let version = env!("CARGO_PKG_VERSION");
     let shown = folder.display().to_string();
     let (name, dir) = (adapter.name, crate::shell::arg(&shown));
-    let servers = json!({"coord": spec.mcp(McpStyle::Servers)});
+    // The `coord mcp` server the plugin runs, in `style`.
+    let server = |style: McpStyle| style.server(&[coord, "mcp", FLAG]).1;
+    let servers = json!({"coord": server(McpStyle::Servers)});
     let (files, install, uninstall) = match adapter.plugin? {
         PluginKind::Marketplace {
             marketplace,
@@ -247,12 +230,12 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
                 json!({"private": true, "type": "module"}),
                 serde_json::from_str(package).unwrap_or_default(),
             ]);
-            let mcp = mcp.then(|| spec.mcp(McpStyle::Opencode));
+            let mcp = mcp.then(|| server(McpStyle::Opencode));
             let template = adapter.wiring.iter().find_map(|w| match w {
                 Wire::Generated(_, content) => Some(*content),
                 _ => None,
             })?;
-            let js = script(template, adapter.name, spec, mcp.as_ref());
+            let js = script(template, adapter.name, coord, mcp.as_ref());
             let files = vec![
                 json_file("package.json", &doc),
                 ("coord.js", js.into_bytes()),
@@ -273,11 +256,11 @@ fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Writ
 }
 
 /// Write the plugin of each of `clients` into `dir/<client>/`.
-pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>> {
+pub fn write(dir: &Path, clients: &[Client], coord: &str) -> Result<Vec<Written>> {
     let mut out = Vec::new();
     for &client in clients {
         let folder = dir.join(client.adapter().name);
-        let Some((files, written)) = bundle(client, spec, &folder) else {
+        let Some((files, written)) = bundle(client, coord, &folder) else {
             continue;
         };
         for (rel, content) in &files {
@@ -332,15 +315,13 @@ mod tests {
 
     #[test]
     fn a_js_plugin_runs_the_binary_with_the_flag_and_the_instructions() {
-        let spec = Spec {
-            coord: r#"/opt/my "tools"/coord"#.into(),
-        };
+        let coord = r#"/opt/my "tools"/coord"#;
         let mcp = json!({"type": "local"});
         for (template, client, mcp) in [
             (crate::client::OPENCODE_PLUGIN, "opencode", Some(&mcp)),
             (crate::client::CLINE_PLUGIN, "cline", None),
         ] {
-            let js = script(template, client, &spec, mcp);
+            let js = script(template, client, coord, mcp);
             assert!(js.starts_with(&format!(
                 "// coord:generated by `coord plugin write --client {client}`"
             )));
@@ -359,11 +340,11 @@ mod tests {
 
     #[test]
     fn commands_run_the_binary_with_the_flag() {
-        let spec = Spec {
-            coord: "/opt/my tools/coord".into(),
-        };
         assert_eq!(
-            spec.command("coord hook copilot --event preToolUse"),
+            command(
+                "/opt/my tools/coord",
+                "coord hook copilot --event preToolUse"
+            ),
             "exec '/opt/my tools/coord' hook copilot --event preToolUse --plugin"
         );
     }

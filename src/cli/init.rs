@@ -196,9 +196,9 @@ fn names<'a>(clients: impl IntoIterator<Item = &'a Client>) -> String {
 }
 
 fn remove(ws: &Workspace, named: &[Client], dry_run: bool, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let removal = init::plan_removal(ws, named)?;
+    let removal = init::plan_removal(ws.root(), named)?;
     if !dry_run {
-        init::apply_removal(ws, &removal)?;
+        init::apply_removal(ws.root(), &removal)?;
     }
     if ctx.json_or_quiet(&serde_json::json!({ "dry_run": dry_run, "removal": removal })) {
         return Ok(ExitCode::Success);

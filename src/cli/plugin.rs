@@ -56,7 +56,7 @@ enum PluginCommand {
 pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let PluginCommand::Write { client, folder } = args.command;
     let (all, clients) = super::init::chosen(&client);
-    let spec = plugin::Spec::current()?;
+    let coord = plugin::current_binary()?;
     if !all && let Some(c) = clients.iter().find(|c| !c.adapter().has_plugin()) {
         let (product, name) = (c.adapter().product, c.as_str());
         let why = format!(
@@ -72,10 +72,10 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     coord::fsutil::ensure_dir(&dir)?;
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-    let written = plugin::write(&dir, &clients, &spec)?;
+    let written = plugin::write(&dir, &clients, &coord)?;
     let doc = serde_json::json!({
         "dir": dir.display().to_string(),
-        "coord": spec.coord,
+        "coord": coord,
         "plugins": written,
     });
     if ctx.json_or_quiet(&doc) {
@@ -88,7 +88,7 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     output::line(&format!(
         "The plugins run {}; write them again after moving it. Turn coord off in one repository with `git config {} false`.",
-        spec.coord,
+        coord,
         plugin::SWITCH
     ));
     Ok(ExitCode::Success)

@@ -47,7 +47,7 @@ pub struct Kept {
 }
 
 /// What `init --remove --all` would do (or did).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Leaving {
     /// The work trees, the one it runs in first.
     pub trees: Vec<TreeWiring>,
@@ -78,42 +78,41 @@ const STATE: &str = "coord's state folder";
 /// whose locks do not stand in the way; `yes`: differing backups go too). Nothing is written.
 pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> {
     let tops = crate::worktree::repository_tops(ws.root());
-    let mut found = Found::default();
+    let (mut leaving, mut locks) = (Leaving::default(), Vec::new());
     for top in &tops {
-        walk(top, top, &tops, &tracked_set(top), &mut found);
+        walk(top, top, &tops, &tracked_set(top), &mut leaving, &mut locks);
     }
-    refuse_live_locks(&tops, &found.locks, me)?;
+    refuse_live_locks(&tops, &locks, me)?;
 
     let trees = tops.iter().map(|top| {
-        let removal = plan_removal(&Workspace::at(top.clone()), Client::ALL)?;
+        let removal = plan_removal(top, Client::ALL)?;
         let root = top.display().to_string();
         Ok(TreeWiring { root, removal })
     });
-    let trees = trees.collect::<Result<Vec<_>>>()?;
-    let (mut removed, mut kept) = (found.files, found.copies);
+    leaving.trees = trees.collect::<Result<Vec<_>>>()?;
     if yes {
         let what = "a backup or refused write (--yes)";
-        removed.extend(kept.drain(..).map(|k| Gone { path: k.path, what }));
+        let kept = leaving.kept.drain(..);
+        leaving
+            .removed
+            .extend(kept.map(|k| Gone { path: k.path, what }));
     }
-    removed.extend(found.state_dirs);
+    leaving.removed.sort_by_key(|g| g.what == STATE);
 
     // The guard's hooks, in each folder git takes them from (one for most repositories).
-    let mut hooks = Vec::new();
-    let mut hooks_dirs: Vec<PathBuf> = Vec::new();
     for top in &tops {
         if let Ok(dir) = guard::hooks_dir(top)
-            && !hooks_dirs.contains(&dir)
+            && !leaving.hooks_dirs.contains(&dir)
         {
             let mut ours = guard::uninstall_in(&dir, true)?;
             ours.retain(|h| matches!(h.outcome, "removed" | "restored"));
             if !ours.is_empty() {
-                hooks.extend(ours);
-                hooks_dirs.push(dir);
+                leaving.hooks.extend(ours);
+                leaving.hooks_dirs.push(dir);
             }
         }
     }
 
-    let (mut exclude, mut submodule_excludes, mut excludes_left) = (None, Vec::new(), Vec::new());
     if let Some(common) = crate::worktree::common_dir(ws.root()) {
         let gits = std::iter::once(common.clone()).chain(crate::adopt::submodules(&common));
         for (i, git) in gits.enumerate() {
@@ -121,24 +120,15 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
             if let Some(left) = exclude_without_block(&path)? {
                 let shown = path.display().to_string();
                 match i {
-                    0 => exclude = Some(shown),
-                    _ => submodule_excludes.push(shown),
+                    0 => leaving.exclude = Some(shown),
+                    _ => leaving.submodule_excludes.push(shown),
                 }
-                excludes_left.push((path, left));
+                leaving.excludes_left.push((path, left));
             }
         }
     }
-    Ok(Leaving {
-        trees,
-        removed,
-        kept,
-        hooks,
-        exclude,
-        submodule_excludes,
-        remote: crate::remote::config(ws).map(|c| c.remote),
-        excludes_left,
-        hooks_dirs,
-    })
+    leaving.remote = crate::remote::config(ws).map(|c| c.remote);
+    Ok(leaving)
 }
 
 /// Do what [`plan`] decided; a warning when this clone's records on its remote stay.
@@ -148,7 +138,7 @@ pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
         None => None,
     };
     for tree in &leaving.trees {
-        apply_removal(&Workspace::at(PathBuf::from(&tree.root)), &tree.removal)?;
+        apply_removal(Path::new(&tree.root), &tree.removal)?;
     }
     for gone in leaving.removed.iter().filter(|g| g.what != STATE) {
         fsutil::remove(Path::new(&gone.path))?;
@@ -168,28 +158,23 @@ pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
     Ok(warning)
 }
 
-/// What the walk of the work trees found.
-#[derive(Default)]
-struct Found {
-    /// coord's files that go.
-    files: Vec<Gone>,
-    /// Backups and refused writes that differ from their file.
-    copies: Vec<Kept>,
-    /// The files of lock files (read as locks), with their tree's top level.
-    locks: Vec<(PathBuf, PathBuf)>,
-    /// `.coord/` folders.
-    state_dirs: Vec<Gone>,
-}
-
 /// `path` as one of coord's files or folders that goes.
 fn gone(path: &Path, what: &'static str) -> Gone {
     let path = path.display().to_string();
     Gone { path, what }
 }
 
-/// Walk `dir` (in the work tree `top`), never following a link nor entering `.git`, another work
-/// tree or repository, or `.coord/` (which goes whole); a submodule is walked as its own tree.
-fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, found: &mut Found) {
+/// Walk `dir` (in the work tree `top`) for coord's files, noted in `found` (locked files, with
+/// their tree, in `locks`), never following a link nor entering `.git`, another work tree or
+/// repository, or `.coord/` (which goes whole); a submodule is walked as its own tree.
+fn walk(
+    top: &Path,
+    dir: &Path,
+    tops: &[PathBuf],
+    tracked: &HashSet<String>,
+    found: &mut Leaving,
+    locks: &mut Vec<(PathBuf, PathBuf)>,
+) {
     let Ok(names) = fsutil::list_names(dir) else {
         return;
     };
@@ -204,16 +189,21 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
             continue;
         };
         if !meta.is_dir() {
-            if meta.is_file() && !tracked.contains(&super::rel_of(top, &path)) {
-                classify_file(top, &path, name, found);
+            if meta.is_file()
+                && !tracked.contains(&super::rel_of(top, &path))
+                && let Some(what) = classify_file(top, &path, name, found, locks)
+            {
+                found.removed.push(gone(&path, what));
             }
         } else if name == layout::STATE_DIR {
-            found.state_dirs.push(gone(&path, STATE));
+            found.removed.push(gone(&path, STATE));
         } else if name != ".git" && !tops.contains(&path) {
             match std::fs::symlink_metadata(path.join(".git")) {
-                Ok(git) if git.is_file() => walk(&path, &path, tops, &tracked_set(&path), found),
+                Ok(git) if git.is_file() => {
+                    walk(&path, &path, tops, &tracked_set(&path), found, locks)
+                }
                 Ok(_) => {}
-                Err(_) => walk(top, &path, tops, tracked, found),
+                Err(_) => walk(top, &path, tops, tracked, found, locks),
             }
         }
     }
@@ -226,8 +216,15 @@ fn tracked_set(top: &Path) -> HashSet<String> {
         .collect()
 }
 
-/// Note `path` (named `name`, in the tree `top`) when it is one of coord's files.
-fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
+/// What `path` (named `name`, in the tree `top`) is when it is one of coord's files that go; a
+/// lock is noted among `locks`, a copy that differs from its file among those kept.
+fn classify_file(
+    top: &Path,
+    path: &Path,
+    name: &str,
+    found: &mut Leaving,
+    locks: &mut Vec<(PathBuf, PathBuf)>,
+) -> Option<&'static str> {
     let reads = |keys: [&str; 2]| {
         fsutil::read_capped(path, fsutil::RECORD_CAP).is_ok_and(|b| {
             let record = Record::parse(&String::from_utf8_lossy(&b));
@@ -235,63 +232,40 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
         })
     };
     // A name of coord's whose content is not coord's is the user's file.
-    let what = if let Some((base, _)) = layout::parse_lock_name(name) {
+    if let Some((base, _)) = layout::parse_lock_name(name) {
         let lock = reads(["locked_at", "token"]);
         if lock {
-            let file = path.with_file_name(base);
-            found.locks.push((file, top.to_path_buf()));
+            locks.push((path.with_file_name(base), top.to_path_buf()));
         }
-        lock.then_some("a lock file")
-    } else if layout::is_temp_name(name) {
-        Some("a temporary file")
-    } else if layout::presence_agent(name).is_some() {
-        reads(["heartbeat", "status"]).then_some("a presence file")
-    } else if layout::handshake_agent(name).is_some() {
-        reads(["from", "protocol"]).then_some("a handshake file")
-    } else if let Some(twin) = copy_of(path, name) {
-        if !same_bytes(path, &twin) {
-            let (path, differs_from) = (path.display().to_string(), twin.display().to_string());
-            found.copies.push(Kept { path, differs_from });
-            return;
-        }
-        Some(match layout::is_backup_name(name) {
-            true => "a backup equal to its file",
-            false => "a refused write equal to its file",
-        })
-    } else {
-        None
-    };
-    if let Some(what) = what {
-        found.files.push(gone(path, what));
+        return lock.then_some("a lock file");
     }
+    let (twin, what) = match layout::own_file_kind(name)? {
+        kind @ "a temporary file" => return Some(kind),
+        kind @ "a presence file" => return reads(["heartbeat", "status"]).then_some(kind),
+        kind @ "a handshake file" => return reads(["from", "protocol"]).then_some(kind),
+        "a backup" => (
+            name.strip_suffix(layout::BACKUP_SUFFIX)?,
+            "a backup equal to its file",
+        ),
+        _ => (
+            &name[..name.rfind(layout::REJECTED_INFIX)?],
+            "a refused write equal to its file",
+        ),
+    };
+    let twin = path.with_file_name(twin);
+    if !same_bytes(path, &twin) {
+        let (path, differs_from) = (path.display().to_string(), twin.display().to_string());
+        found.kept.push(Kept { path, differs_from });
+        return None;
+    }
+    Some(what)
 }
 
 /// Whether two regular files hold the same bytes (over 512 MiB: different, kept rather than read).
 fn same_bytes(a: &Path, b: &Path) -> bool {
-    const CAP: u64 = 512 * 1024 * 1024;
-    let len = |p: &Path| {
-        std::fs::symlink_metadata(p)
-            .ok()
-            .filter(|m| m.is_file())
-            .map(|m| m.len())
-    };
-    match (len(a), len(b)) {
-        (Some(x), Some(y)) if x == y && x <= CAP => {
-            let read = |p: &Path| fsutil::read_capped(p, x + 1).ok();
-            read(a).is_some_and(|bytes| read(b) == Some(bytes))
-        }
-        _ => false,
-    }
-}
-
-/// The file a backup (`FILE.bak`) or refused write (`FILE.rejected.<agent>[.<n>]`) was made for.
-fn copy_of(path: &Path, name: &str) -> Option<PathBuf> {
-    let base = match layout::own_file_kind(name)? {
-        "a backup" => name.strip_suffix(layout::BACKUP_SUFFIX)?,
-        k if k.starts_with("a refused write") => &name[..name.rfind(layout::REJECTED_INFIX)?],
-        _ => return None,
-    };
-    Some(path.with_file_name(base))
+    let len = |p: &Path| std::fs::symlink_metadata(p).map(|m| m.len()).ok();
+    let read = |p: &Path| fsutil::read_capped(p, 512 * 1024 * 1024).ok();
+    len(a) == len(b) && read(a).is_some_and(|bytes| read(b) == Some(bytes))
 }
 
 /// Refuse (exit 3, `in_use`) when another agent than `me` holds a live lock among `locks` (locked
@@ -362,8 +336,5 @@ fn exclude_without_block(path: &Path) -> Result<Option<Option<String>>> {
     let shown = path.display().to_string();
     let left = strip_block(&text, IGNORE_BEGIN, IGNORE_END)
         .map_err(|line| unterminated(&shown, IGNORE_BEGIN, IGNORE_END, line))?;
-    if left.as_deref() == Some(text.as_str()) {
-        return Ok(None);
-    }
-    Ok(Some(left))
+    Ok((left.as_deref() != Some(text.as_str())).then_some(left))
 }

@@ -78,14 +78,9 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
         root: root.to_path_buf(),
         ..Wiring::default()
     };
-    let mut wired = Vec::new();
     for &client in clients {
-        let skipped = files.skipped.len();
         files.client = Some(client.as_str());
         wire(&mut files, client)?;
-        if files.skipped.len() == skipped {
-            wired.push(client.as_str());
-        }
     }
     files.client = None;
     for (rel, begin, end, body) in texts(clients) {
@@ -93,9 +88,10 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
             with_block(text, begin, end, &body).map_err(|line| unterminated(rel, begin, end, line))
         })?;
     }
+    let wired = |c: &&Client| !files.skipped.iter().any(|s| s.client == Some(c.as_str()));
     Ok(Plan {
         root: root.display().to_string(),
-        clients: wired,
+        clients: clients.iter().filter(wired).map(|c| c.as_str()).collect(),
         skipped: files.skipped,
         create_state_dir: !crate::layout::state_dir(&crate::worktree::shared_root(root)).is_dir(),
         changes: files.changes,
@@ -482,26 +478,23 @@ impl Wiring {
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
-        let parsed: Value = match &old {
-            Some(bytes) if !bytes.iter().all(u8::is_ascii_whitespace) => {
-                match serde_json::from_slice(bytes) {
-                    Ok(v) => v,
-                    Err(e) if comments => {
-                        // Not plain JSON: JSON with comments, as the client reads it.
-                        let text = std::str::from_utf8(bytes).map_err(|_| not_utf8(rel))?;
-                        let new = jsonc::merge(text, rel, merge).map_err(|why| {
-                            let why = format!("{e}; {why}");
-                            invalid(rel, "JSON, even allowing comments", why, "coord init")
-                        })?;
-                        if let Some(new) = new {
-                            self.record(path, old, new.into_bytes());
-                        }
-                        return Ok(());
-                    }
-                    Err(e) => return Err(invalid(rel, "JSON", e, "coord init")),
+        let bytes = old.as_deref().unwrap_or_default();
+        let parsed: Value = match serde_json::from_slice(bytes) {
+            _ if bytes.iter().all(u8::is_ascii_whitespace) => Value::Object(Map::new()),
+            Ok(v) => v,
+            Err(e) if comments => {
+                // Not plain JSON: JSON with comments, as the client reads it.
+                let text = std::str::from_utf8(bytes).map_err(|_| not_utf8(rel))?;
+                let new = jsonc::merge(text, rel, merge).map_err(|why| {
+                    let why = format!("{e}; {why}");
+                    invalid(rel, "JSON, even allowing comments", why, "coord init")
+                })?;
+                if let Some(new) = new {
+                    self.record(path, old, new.into_bytes());
                 }
+                return Ok(());
             }
-            _ => Value::Object(Map::new()),
+            Err(e) => return Err(invalid(rel, "JSON", e, "coord init")),
         };
         let Value::Object(mut doc) = parsed.clone() else {
             return Err(cannot_merge(&format!("`{rel}` is not a JSON object")));

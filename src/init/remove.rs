@@ -17,7 +17,6 @@ use crate::client::{COORD, Client, MARKER, Wire, command};
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::workspace::Workspace;
 
 /// What `init --remove` would do (or did).
 #[derive(Debug, Clone, Serialize)]
@@ -66,9 +65,8 @@ fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
     wires.chain(texts).collect()
 }
 
-/// Compute what `init --remove` takes back for `clients`; nothing is written.
-pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
-    let root = ws.root();
+/// Compute what `init --remove` takes back in the folder `root` for `clients`; nothing is written.
+pub fn plan_removal(root: &Path, clients: &[Client]) -> Result<Removal> {
     let record = Record::load(root);
     let left = |c: &&Client| !clients.contains(c) && c.adapter().wired(root);
     let remaining: Vec<Client> = Client::ALL.iter().filter(left).copied().collect();
@@ -194,8 +192,7 @@ fn invalid(file: &str, what: &str, why: String) -> Error {
 
 /// Write what [`plan_removal`] computed, then remove the folders init created that are empty
 /// now, and update (or drop) the record.
-pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
-    let root = ws.root();
+pub fn apply_removal(root: &Path, removal: &Removal) -> Result<()> {
     for u in &removal.changes {
         match &u.content {
             Some(bytes) => fsutil::replace_durable(&u.path, bytes)?,
@@ -352,13 +349,11 @@ fn strip_json(
             let mut removed = false;
             for group in groups.elements() {
                 let inner = group.as_object().and_then(|o| o.array_value("hooks"));
-                let mine: Vec<CstNode> = inner
-                    .as_ref()
-                    .map(|i| i.elements().into_iter().filter(ours).collect())
-                    .unwrap_or_default();
-                let all = inner.is_some_and(|i| i.elements().len() == mine.len());
+                let hooks = inner.map(|i| i.elements()).unwrap_or_default();
+                let count = hooks.len();
+                let mine: Vec<CstNode> = hooks.into_iter().filter(ours).collect();
                 removed |= ours(&group) || !mine.is_empty();
-                if ours(&group) || (!mine.is_empty() && all) {
+                if ours(&group) || (!mine.is_empty() && mine.len() == count) {
                     group.remove();
                 } else {
                     mine.into_iter().for_each(CstNode::remove);
