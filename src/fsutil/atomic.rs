@@ -157,9 +157,22 @@ fn swap_in(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
 }
 
 /// Replace `path` durably (fsync, rename, fsync of the folder), keeping an existing file's mode.
-pub fn replace_durable(path: &Path, mut bytes: &[u8]) -> Result<()> {
-    let (tmp, _) = spool(parent_of(path), &mut bytes, path, path)?;
+pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = filled(made_in(parent_of(path))?, path, bytes, false)?;
+    keep_mode(path, tmp.as_file())?;
+    tmp.as_file().sync_all().at("write", path)?;
     persist_durable(tmp, path)
+}
+
+/// Give `file` the permissions of the regular file at `path`, when there is one.
+fn keep_mode(path: &Path, file: &File) -> Result<()> {
+    if let Ok(meta) = fs::symlink_metadata(path)
+        && meta.is_file()
+    {
+        file.set_permissions(meta.permissions())
+            .at("set permissions of", path)?;
+    }
+    Ok(())
 }
 
 /// Copy the regular file `src` over `dst` atomically (never following a link); the bytes copied.
@@ -224,13 +237,7 @@ pub fn spool(
         tmp.as_file_mut().write_all(&buf[..got]).at("write", like)?;
         n += got as u64;
     }
-    if let Ok(meta) = fs::symlink_metadata(like)
-        && meta.is_file()
-    {
-        tmp.as_file()
-            .set_permissions(meta.permissions())
-            .at("set permissions of", like)?;
-    }
+    keep_mode(like, tmp.as_file())?;
     tmp.as_file().sync_all().at("write", like)?;
     Ok((tmp, n))
 }
