@@ -219,7 +219,7 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
 /// it is renamed aside first (one process can move a given name), then judged, then dropped or
 /// put back.
 fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = fsutil::parent_of(path);
     let prefix = layout::temp_prefix(host::host_tag(), host::pid());
     let random = host::random_u64() & 0xFFFF_FFFF_FFFF;
     let aside = dir.join(format!("{prefix}{random:012x}{}", layout::TEMP_SUFFIX));
