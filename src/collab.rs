@@ -207,8 +207,7 @@ pub fn read_all(path: &Path) -> Result<Batch> {
 /// Hand every batch of new lines to `on_batch` (the existing ones first), woken by changes in the
 /// file's folder; a missing file is waited for, and this returns only when it cannot be read.
 pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch)) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
-    let mut watch = FolderWatch::new(&[dir.unwrap_or(Path::new(".")).to_path_buf()]);
+    let mut watch = FolderWatch::new(&[fsutil::parent_of(path).to_path_buf()]);
     let mut reader = Reader::default();
     loop {
         match reader.read_new(path, false) {

@@ -11,21 +11,6 @@ use crate::lock::{self, ClientSession, Fence, LockEvent};
 use crate::record::one_line;
 use crate::workspace::{AgentId, Target, Workspace};
 
-/// What `coord note` asks for.
-#[derive(Debug, Clone)]
-pub struct NoteRequest {
-    /// Who writes the note.
-    pub agent: AgentId,
-    /// The file it goes into.
-    pub target: Target,
-    /// The note.
-    pub text: String,
-    /// How long to wait for the lock when another agent holds it.
-    pub wait: Wait,
-    /// The agent client's session this process runs in (see [`lock::LockRequest::runs_in`]).
-    pub runs_in: Option<ClientSession>,
-}
-
 /// A note written.
 #[derive(Debug, Clone, Serialize)]
 pub struct Noted {
@@ -45,43 +30,47 @@ pub fn format_line(now: &Timestamp, agent: &AgentId, text: &str) -> String {
     format!("[{time}] [{name}] {text}")
 }
 
-/// Append a note to `req.target` under its lock (see the module docs).
+/// Append `agent`'s note `text` to `target` under its lock, waiting at most `wait` for it.
 pub fn note(
     ws: &Workspace,
-    req: &NoteRequest,
+    agent: &AgentId,
+    target: &Target,
+    text: &str,
+    wait: Wait,
+    runs_in: Option<ClientSession>,
     on_event: &mut dyn FnMut(&LockEvent),
 ) -> Result<Noted> {
-    if one_line(&req.text).is_empty() {
+    if one_line(text).is_empty() {
         return Err(Error::bad_input("the note is empty"));
     }
     let lock = process_lock(
-        &req.agent,
-        std::slice::from_ref(&req.target),
-        req.wait,
+        agent,
+        std::slice::from_ref(target),
+        wait,
         "writing a note",
         true,
-        req.runs_in.clone(),
+        runs_in,
     );
     // The line is appended under the workspace mutex, while the lock is still ours; synced after.
     let append = |fence: &Fence, took_lock| {
-        let line = format_line(&clock::now(), &req.agent, &req.text);
+        let line = format_line(&clock::now(), agent, text);
         let mutex = ws.lock_mutex()?;
-        if !lock::holds_fence(&req.target, &req.agent, fence) {
-            let (me, file) = (req.agent.id(), &req.target.rel);
+        if !lock::holds_fence(target, agent, fence) {
+            let (me, file) = (agent.id(), &target.rel);
             let why =
                 format!("the lock of {me} on `{file}` was taken over before the note was written");
             let file = crate::shell::file(file);
             let hint = format!("nothing was written; try again: `coord note {file} \"…\"`");
             return Err(Error::refused(Refusal::LockTakenOver, why, Some(hint)));
         }
-        fsutil::append_line(&req.target.abs, line.as_bytes())?;
+        fsutil::append_line(&target.abs, line.as_bytes())?;
         drop(mutex);
-        fsutil::sync_file(&req.target.abs)?;
+        fsutil::sync_file(&target.abs)?;
         Ok((line, took_lock))
     };
     let ((line, took_lock), backup) = with_own_lock(ws, &lock, on_event, append)?;
     Ok(Noted {
-        file: req.target.rel.clone(),
+        file: target.rel.clone(),
         line,
         took_lock,
         backup,

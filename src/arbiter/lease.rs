@@ -219,7 +219,7 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
 /// it is renamed aside first (one process can move a given name), then judged, then dropped or
 /// put back.
 fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = fsutil::parent_of(path);
     let prefix = layout::temp_prefix(host::host_tag(), host::pid());
     let random = host::random_u64() & 0xFFFF_FFFF_FFFF;
     let aside = dir.join(format!("{prefix}{random:012x}{}", layout::TEMP_SUFFIX));
@@ -329,8 +329,6 @@ mod tests {
         assert!(!p.exists());
     }
 
-    /// Issue 26 item 21: where hard links do not exist, a record moved aside and found to be
-    /// a new holder's is put back all the same (it used to be lost).
     #[test]
     fn a_record_moved_aside_is_put_back_without_hard_links() {
         let dir = tempfile::tempdir().unwrap();
@@ -343,7 +341,6 @@ mod tests {
         assert_eq!(left.len(), 1, "nothing but the record: {left:?}");
     }
 
-    /// Issue 26 item 19: a stale file handle is a reason to try again, not to give up.
     #[test]
     fn a_stale_file_handle_is_retried() {
         let e = io::Error::from_raw_os_error(rustix::io::Errno::STALE.raw_os_error());

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
+use crate::wait::RECHECK;
 use crate::worktree::{PerRoot, per_root};
 
 pub use mutex::{
@@ -176,8 +177,7 @@ impl Arbitration {
 /// The environment variable that overrides the arbitration.
 pub const ENV_ARBITRATION: &str = "COORD_ARBITRATION";
 
-/// How a waiter re-checks where events reach it, and where other machines' events never arrive.
-const RECHECK_LOCAL: Duration = Duration::from_millis(500);
+/// How often a waiter re-checks where other machines' events never arrive (else [`RECHECK`]).
 const RECHECK_REMOTE: Duration = Duration::from_millis(50);
 
 /// Everything coord decides from the filesystem.
@@ -219,7 +219,7 @@ impl Policy {
         Ok(Policy {
             arbitration: forced.unwrap_or(detected),
             overridden: forced.is_some(),
-            recheck: if local { RECHECK_LOCAL } else { RECHECK_REMOTE },
+            recheck: if local { RECHECK } else { RECHECK_REMOTE },
             exact_lookups: !local,
             fs,
         })
@@ -242,8 +242,7 @@ pub fn policy(root: &Path) -> Result<Policy> {
 
 /// How often a waiter on `dir` re-checks without an event (sooner on a network filesystem).
 pub fn recheck_for(dir: &Path) -> Duration {
-    let recheck = policy(dir).map_or(crate::wait::RECHECK, |p| p.recheck);
-    recheck.min(crate::wait::RECHECK)
+    policy(dir).map_or(RECHECK, |p| p.recheck)
 }
 
 /// How far this machine's clock runs ahead of the folder's, when by more than two seconds.
@@ -344,7 +343,7 @@ mod tests {
     fn the_arbitration_follows_the_filesystem_unless_overridden() {
         let choose = |m, mount, forced| Policy::choose(FsInfo::from_magic(m, mount), forced);
         let local = choose(EXT4, None, None).unwrap();
-        assert_eq!(local.recheck, RECHECK_LOCAL);
+        assert_eq!(local.recheck, RECHECK);
         assert!(!local.exact_lookups && !local.overridden);
         for m in [NFS, 0x517B, 0xFF53_4D42, 0xFE53_4D42, FUSE, 0x1234] {
             let p = choose(m, Some("fuse.sshfs"), None).unwrap();

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use coord::ExitCode;
-use coord::note::{self, NoteRequest};
+use coord::note;
 
 use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, msg, output};
@@ -34,14 +34,10 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let target = ws.one_file(ctx.cwd(), &args.file, "note")?;
     let wait = args.wait.wait()?;
     let text = msg::text_or_stdin(&args.text)?;
-    let req = NoteRequest {
-        agent,
-        target,
-        text,
-        wait,
-        runs_in: coord::identity::runs_in(),
-    };
-    let noted = WaitProgress::during(wait, ctx.quiet, |on| note::note(&ws, &req, on))?;
+    let runs_in = coord::identity::runs_in();
+    let noted = WaitProgress::during(wait, ctx.quiet, |on| {
+        note::note(&ws, &agent, &target, &text, wait, runs_in, on)
+    })?;
     ctx.emit(&noted, || noted_line(&noted));
     Ok(ExitCode::Success)
 }

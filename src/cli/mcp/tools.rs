@@ -16,7 +16,7 @@ use coord::lock::{self, DEFAULT_TTL, LockRequest, Owner};
 use coord::mcp::tool_result;
 use coord::mcp::tools::{Args, ToolSpec};
 use coord::message;
-use coord::note::{self, NoteRequest};
+use coord::note;
 use coord::presence::Update;
 use coord::review::rules::Reviews;
 use coord::status;
@@ -111,14 +111,11 @@ impl Host {
                 done(write_cmd::written_line(&written), &written)
             }
             "note" => {
-                let req = NoteRequest {
-                    agent: agent.clone(),
-                    target: ws.one_file(ws.root(), args.req_str("file")?, "note")?,
-                    text: args.req_str("text")?.to_string(),
-                    wait: args.wait("wait_s", DEFAULT_WAIT)?,
-                    runs_in: coord::identity::runs_in(),
-                };
-                let noted = note::note(ws, &req, &mut |_| {})?;
+                let target = ws.one_file(ws.root(), args.req_str("file")?, "note")?;
+                let text = args.req_str("text")?;
+                let wait = args.wait("wait_s", DEFAULT_WAIT)?;
+                let runs_in = coord::identity::runs_in();
+                let noted = note::note(ws, agent, &target, text, wait, runs_in, &mut |_| {})?;
                 done(note_cmd::noted_line(&noted), &noted)
             }
             "msg_send" => {
