@@ -286,7 +286,6 @@ pub fn held(
     me: Option<&AgentId>,
     push: bool,
 ) -> Vec<Held> {
-    let now = clock::now();
     let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
     // Each path is judged in its own workspace (a repository may hold one in `repo/sub/.coord`,
     // whose holders' presence lies there). Group 0 is `ws`.
@@ -315,38 +314,10 @@ pub fn held(
             groups[g].1.push(target);
         }
     }
-    let mut out = Vec::new();
-    let mut add = |file: &String, holder: String, e: &lock::LockEntry| {
-        if e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent) {
-            out.push(Held {
-                file: file.clone(),
-                holder,
-                state: e.state,
-                since: e.locked_at().map(str::to_string),
-                released: e.released_when(),
-            })
-        }
-    };
-    for (w, targets) in &groups {
-        let cache = &mut StateCache::default();
-        let claims = lock::claim::judged_patterns(w.root(), cache, &now);
-        for target in targets {
-            for c in claims.iter().filter(|c| c.pattern.matches(&target.rel)) {
-                add(
-                    &target.rel,
-                    lock::claim::holder_text(w.root(), &c.entry),
-                    &c.entry,
-                );
-            }
-        }
-        for (target, mut entries) in targets.iter().zip(lock::locks_of_each(targets)) {
-            lock::classify(w.root(), &mut entries, cache, &now);
-            for e in entries {
-                add(&target.rel, e.holder().to_string(), &e);
-            }
-        }
-    }
-    if let Some(cfg) = crate::remote::config(ws).filter(|_| push) {
+    let mut out: Vec<Held> = (groups.iter())
+        .flat_map(|(w, targets)| held_in(w, targets, me))
+        .collect();
+    if push && let Some(cfg) = crate::remote::config(ws) {
         let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
         let claims = crate::remote::claims_on(ws, &refs);
         for p in paths {
@@ -365,6 +336,46 @@ pub fn held(
                     released: "when its holder releases it or stops renewing its lease",
                 });
             }
+        }
+    }
+    out
+}
+
+/// Of `targets` in `w`, those locked `LIVE` (or in conflict) or claimed by an agent other than
+/// `me` (by anyone when `me` is `None`).
+pub fn held_in(
+    w: &Workspace,
+    targets: &[crate::workspace::Target],
+    me: Option<&AgentId>,
+) -> Vec<Held> {
+    let now = clock::now();
+    let mut out = Vec::new();
+    let mut add = |file: &String, holder: String, e: &lock::LockEntry| {
+        if e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent) {
+            out.push(Held {
+                file: file.clone(),
+                holder,
+                state: e.state,
+                since: e.locked_at().map(str::to_string),
+                released: e.released_when(),
+            })
+        }
+    };
+    let cache = &mut StateCache::default();
+    let claims = lock::claim::judged_patterns(w.root(), cache, &now);
+    for target in targets {
+        for c in claims.iter().filter(|c| c.pattern.matches(&target.rel)) {
+            add(
+                &target.rel,
+                lock::claim::holder_text(w.root(), &c.entry),
+                &c.entry,
+            );
+        }
+    }
+    for (target, mut entries) in targets.iter().zip(lock::locks_of_each(targets)) {
+        lock::classify(w.root(), &mut entries, cache, &now);
+        for e in entries {
+            add(&target.rel, e.holder().to_string(), &e);
         }
     }
     out

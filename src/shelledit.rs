@@ -31,7 +31,7 @@ struct Start {
 }
 
 /// The files another agent holds `LIVE` now: of the paths `.coord/held/` names for others, those
-/// [`guard::held`] finds held.
+/// [`guard::held_in`] finds held.
 fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
     let mut paths: Vec<String> = lock::indexed(ws.root())
         .into_iter()
@@ -43,7 +43,10 @@ fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
     }
     paths.sort();
     paths.dedup();
-    let mut held = guard::held(ws, ws.root(), &paths, Some(me), false);
+    let targets: Vec<_> = (paths.iter())
+        .filter_map(|p| ws.target_from_rel(p).ok())
+        .collect();
+    let mut held = guard::held_in(ws, &targets, Some(me));
     held.sort_by(|a, b| a.file.cmp(&b.file));
     held.dedup_by(|a, b| a.file == b.file);
     held

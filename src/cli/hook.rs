@@ -160,7 +160,12 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     if coord::lock::releases_left() {
         super::remote::start_renewer(&ws);
     }
-    super::remote::start_sync_if_working_on_changed(&ws);
+    // Only the locks before an edit and the releases at a stop or a session's end change what
+    // this clone works on.
+    let edit = call.kind == Kind::BeforeTool && call.files.is_some();
+    if edit || matches!(call.kind, Kind::Stop | Kind::SessionEnd) {
+        super::remote::start_sync_if_working_on_changed(&ws);
+    }
     hook::trail::record(&ws, &agent, &call, &cwd, reply.as_ref().ok());
     if let Some((sid, process)) = session
         && call.kind == Kind::SessionEnd

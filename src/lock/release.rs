@@ -362,6 +362,17 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
     let held: Vec<String> = (own_locks_listed(ws, agent, old.as_ref()).into_iter())
         .filter(|rel| !gone.contains(&rel.as_str()))
         .collect();
+    // Nothing released, and the presence already says what is held: nothing to bring up to date.
+    let status = holding(&held).as_str();
+    if gone.is_empty()
+        && old.as_ref().is_some_and(|p| {
+            p.locks() == held
+                && p.field("lock_status") == Some(status)
+                && (!held.is_empty() || p.field("current_file").is_none())
+        })
+    {
+        return Ok(());
+    }
     let update = presence::Update {
         releasing: true,
         lock_status: Some(holding(&held)),
