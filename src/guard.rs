@@ -279,13 +279,14 @@ fn git_names(dir: &Path, args: &[&str]) -> Result<Vec<String>> {
 /// Of `paths` (relative to the git top folder `top`), those locked `LIVE` (or in conflict) by
 /// an agent other than `me` (by anyone when `me` is `None`); for a `push`, also those another
 /// clone's agent claims through the remote (contract §13), as last synced and within their lease.
+/// Claims that cannot be read are an error: they still hold.
 pub fn held(
     ws: &Workspace,
     top: &Path,
     paths: &[String],
     me: Option<&AgentId>,
     push: bool,
-) -> Vec<Held> {
+) -> Result<Vec<Held>> {
     let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
     // Each path is judged in its own workspace (a repository may hold one in `repo/sub/.coord`,
     // whose holders' presence lies there). Group 0 is `ws`.
@@ -314,9 +315,10 @@ pub fn held(
             groups[g].1.push(target);
         }
     }
-    let mut out: Vec<Held> = (groups.iter())
-        .flat_map(|(w, targets)| held_in(w, targets, me))
-        .collect();
+    let mut out = Vec::new();
+    for (w, targets) in &groups {
+        out.extend(held_in(w, targets, me)?);
+    }
     if push && let Some(cfg) = crate::remote::config(ws) {
         let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
         let claims = crate::remote::claims_on(ws, &refs);
@@ -338,16 +340,16 @@ pub fn held(
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Of `targets` in `w`, those locked `LIVE` (or in conflict) or claimed by an agent other than
-/// `me` (by anyone when `me` is `None`).
+/// `me` (by anyone when `me` is `None`). Claims that cannot be read are an error.
 pub fn held_in(
     w: &Workspace,
     targets: &[crate::workspace::Target],
     me: Option<&AgentId>,
-) -> Vec<Held> {
+) -> Result<Vec<Held>> {
     let now = clock::now();
     let mut out = Vec::new();
     let mut add = |file: &String, holder: String, e: &lock::LockEntry| {
@@ -362,7 +364,7 @@ pub fn held_in(
         }
     };
     let cache = &mut StateCache::default();
-    let claims = lock::claim::judged_patterns(w.root(), cache, &now);
+    let claims = lock::claim::judged_patterns(w.root(), cache, &now)?;
     for target in targets {
         for c in claims.iter().filter(|c| c.pattern.matches(&target.rel)) {
             add(
@@ -378,5 +380,5 @@ pub fn held_in(
             add(&target.rel, e.holder().to_string(), &e);
         }
     }
-    out
+    Ok(out)
 }

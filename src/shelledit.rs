@@ -32,31 +32,31 @@ struct Start {
 
 /// The files another agent holds `LIVE` now: of the paths `.coord/held/` names for others, those
 /// [`guard::held_in`] finds held.
-fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
+fn held_by_others(ws: &Workspace, me: &AgentId) -> Result<Vec<Held>> {
     let mut paths: Vec<String> = lock::indexed(ws.root())
         .into_iter()
         .filter(|(_, agent)| agent != me.id())
         .map(|(rel, _)| rel)
         .collect();
     if paths.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     paths.sort();
     paths.dedup();
     let targets: Vec<_> = (paths.iter())
         .filter_map(|p| ws.target_from_rel(p).ok())
         .collect();
-    let mut held = guard::held_in(ws, &targets, Some(me));
+    let mut held = guard::held_in(ws, &targets, Some(me))?;
     held.sort_by(|a, b| a.file.cmp(&b.file));
     held.dedup_by(|a, b| a.file == b.file);
-    held
+    Ok(held)
 }
 
 /// A shell tool call of `agent` starts: record the held files as they are. The record is written
 /// even when none is held: its mtime is the start.
 pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
     let path = layout::shell_start(&crate::worktree::shared_root(ws.root()), agent.id());
-    let held = held_by_others(ws, agent);
+    let held = held_by_others(ws, agent)?;
     let record = Start {
         files: held
             .iter()
@@ -75,7 +75,7 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
 
 /// A shell tool call of `agent` has run: the held files it changed, each with how (`modified`,
 /// `created` or `deleted`). The start record is used up (mtime set to the epoch); without one,
-/// nothing is known to have changed.
+/// or with claims that cannot be read (the start warned of them), nothing is known to have changed.
 pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<(&'static str, Held)> {
     let path = layout::shell_start(&crate::worktree::shared_root(ws.root()), agent.id());
     let Ok((bytes, Some(started))) = fsutil::read_capped_with_mtime(&path, RECORD_CAP) else {
@@ -90,7 +90,7 @@ pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<(&'static str, Held)> {
     let started_ns = fsutil::ns_since_epoch(started);
     let record: Start = serde_json::from_slice(&bytes).unwrap_or_default();
     let mut out = Vec::new();
-    for held in held_by_others(ws, agent) {
+    for held in held_by_others(ws, agent).unwrap_or_default() {
         let now = Stat::read(&ws.root().join(&held.file));
         let how = match (record.files.get(&held.file), now) {
             (Some(Some(before)), Some(now)) if *before != now => "modified",

@@ -485,7 +485,7 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
     use crate::workspace::FileArg;
     let now = clock::now();
     let mut cache = StateCache::default();
-    let all_claims = lock::claim::judged_patterns(ws.root(), &mut cache, &now);
+    let all_claims = lock::claim::judged_patterns(ws.root(), &mut cache, &now).unwrap_or_default();
     let holder = |e: &LockEntry| Holder {
         lock: lock_view(e, ws, &now),
         working_on: presence::read(ws.root(), &e.agent)

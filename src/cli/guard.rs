@@ -145,7 +145,14 @@ fn check(staged: bool, revs: &[String], ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    let held = guard::held(&ws, &top, &paths, me.as_ref(), !staged);
+    let held = match guard::held(&ws, &top, &paths, me.as_ref(), !staged) {
+        Ok(held) => held,
+        Err(e) if mode.eq_ignore_ascii_case("warn") => {
+            output::diag(&format!("warning: {e}"));
+            return Ok(ExitCode::Success);
+        }
+        Err(e) => return Err(e.into()),
+    };
     let doc = serde_json::json!({ "checked": paths.len(), "held": held });
     if held.is_empty() {
         let n = paths.len();

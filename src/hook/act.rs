@@ -218,7 +218,7 @@ fn before_shell(
             }
         };
         // For a push, the other clones' claims as last synced (a hook never waits on the network).
-        for held in guard::held(ws, &top, &paths, Some(agent), what == "pushes") {
+        for held in guard::held(ws, &top, &paths, Some(agent), what == "pushes")? {
             if !refused.iter().any(|(_, h)| h.file == held.file) {
                 refused.push((what, held));
             }

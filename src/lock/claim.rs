@@ -98,10 +98,15 @@ pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockE
     all
 }
 
-/// [`judged`], with each pattern parsed.
-pub fn judged_patterns(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<Judged> {
-    let all = judged(root, cache, now);
-    all.into_iter().map(with_pattern).collect()
+/// [`judged`], with each pattern parsed; a file that cannot be read is an error.
+pub fn judged_patterns(
+    root: &Path,
+    cache: &mut StateCache,
+    now: &Timestamp,
+) -> Result<Vec<Judged>> {
+    let mut all = read_all(root)?.0;
+    classify(root, &mut all, cache, now);
+    Ok(all.into_iter().map(with_pattern).collect())
 }
 
 /// Rewrite `.coord/claims` to hold exactly `records`, in their order. Caller holds the mutex.

@@ -67,12 +67,12 @@ fn holders(
     };
     let mut locks: Vec<LockEntry> = targets.iter().flat_map(locks_of).collect();
     classify(root, &mut locks, cache, now);
-    let claims = (claim::judged_patterns(root, cache, now).into_iter())
-        .filter(|c| {
-            (want.as_ref()).map_or_else(|| c.pattern.matches(key), |w| c.pattern.overlaps(w))
-        })
-        .map(|c| c.entry)
-        .collect();
+    let claims = (claim::judged_patterns(root, cache, now)
+        .unwrap_or_default()
+        .into_iter())
+    .filter(|c| (want.as_ref()).map_or_else(|| c.pattern.matches(key), |w| c.pattern.overlaps(w)))
+    .map(|c| c.entry)
+    .collect();
     let (first, then) = if claim {
         (claims, locks)
     } else {

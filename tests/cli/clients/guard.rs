@@ -338,3 +338,49 @@ fn each_nested_workspace_checks_its_own_locks() {
     out.stderr_has("t.txt: locked by gemini");
     assert!(!out.stderr.contains("o.txt"), "{}", out.stderr);
 }
+
+/// Claims that cannot be read still hold (taking a lock refuses them): the guard's check says
+/// so, naming the file, instead of finding nothing held. Its git hook refuses only what it
+/// finds held, so the commit goes through with the error shown to whoever commits.
+#[test]
+fn the_guard_says_when_the_claims_cannot_be_read() {
+    let env = repo();
+    env.cmd().args(["guard", "install"]).ok();
+    env.agent("gemini").args(["lock", "*.txt"]).ok();
+    std::fs::rename(env.path(".coord/claims"), env.path(".coord/claims.real")).unwrap();
+    std::os::unix::fs::symlink("claims.real", env.path(".coord/claims")).unwrap();
+    let claims = std::fs::read(env.path(".coord/claims.real")).unwrap();
+
+    env.write("a.txt", "changed while gemini claims it\n");
+    git_ok(env.root(), &["add", "a.txt"]);
+    env.agent("claude")
+        .args(["guard", "check", "--staged"])
+        .code(1)
+        .stderr_has("error: cannot read")
+        .stderr_has(".coord/claims");
+    env.agent("claude")
+        .args(["guard", "check", "--staged"])
+        .env("COORD_GUARD", "warn")
+        .ok()
+        .stderr_has("warning: cannot read");
+    let out = git(
+        env.root(),
+        &["commit", "-qm", "while unreadable"],
+        Some("claude"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error: cannot read") && err.contains(".coord/claims"),
+        "{out:?}"
+    );
+    // Nothing was changed: the claim and the link stand as they were.
+    assert_eq!(
+        std::fs::read(env.path(".coord/claims.real")).unwrap(),
+        claims
+    );
+    assert!(
+        std::fs::symlink_metadata(env.path(".coord/claims"))
+            .unwrap()
+            .is_symlink()
+    );
+}
