@@ -280,23 +280,34 @@ fn refuse_live_locks(
     let mut live: Vec<(LockEntry, &Path)> = Vec::new();
     let others =
         |e: &LockEntry| e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent);
-    for top in tops {
-        let tree = Workspace::at(top.clone());
-        let mut targets: Vec<crate::workspace::Target> = Vec::new();
-        for (file, _) in locks.iter().filter(|(_, t)| t == top) {
-            if let Some(rel) = tree.rel(file)
-                && let Ok(t) = tree.target_from_rel(&rel)
-                && !targets.iter().any(|x| x.abs == t.abs)
-            {
-                targets.push(t);
-            }
+    // Each lock is judged in the workspace that holds it: a submodule's, its superproject's.
+    let mut groups: Vec<(PathBuf, Vec<crate::workspace::Target>)> = Vec::new();
+    for (file, tree) in locks {
+        let dir = file.parent().unwrap_or(tree);
+        let ws = Workspace::discover(None, dir).unwrap_or_else(|_| Workspace::at(tree.clone()));
+        let Some(t) = ws.rel(file).and_then(|rel| ws.target_from_rel(&rel).ok()) else {
+            continue;
+        };
+        match groups.iter_mut().find(|(root, _)| root == ws.root()) {
+            Some((_, targets)) if targets.iter().any(|x| x.abs == t.abs) => {}
+            Some((_, targets)) => targets.push(t),
+            None => groups.push((ws.root().to_path_buf(), vec![t])),
         }
-        for mut group in lock::locks_of_each(&targets) {
+    }
+    for (root, targets) in &groups {
+        for mut group in lock::locks_of_each(targets) {
             let a_lock = |r: &Record| r.get("locked_at").is_some() || r.get("token").is_some();
             group.retain(|e| e.record.as_ref().is_some_and(a_lock));
-            lock::classify(top, &mut group, &mut cache, &now);
-            live.extend(group.into_iter().filter(others).map(|e| (e, top.as_path())));
+            lock::classify(root, &mut group, &mut cache, &now);
+            live.extend(
+                group
+                    .into_iter()
+                    .filter(others)
+                    .map(|e| (e, root.as_path())),
+            );
         }
+    }
+    for top in tops {
         if crate::worktree::shared_root(top) == *top {
             let claims = lock::claim::judged(top, &mut cache, &now).into_iter();
             live.extend(claims.filter(others).map(|e| (e, top.as_path())));

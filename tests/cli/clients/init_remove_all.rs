@@ -335,3 +335,28 @@ fn remove_all_stops_sharing_claims_through_the_remote_and_leaves_no_config() {
         "alice's claim was released on the remote"
     );
 }
+
+/// A live lock inside a submodule (a folder of its superproject's workspace) stands in the way
+/// of `init --remove --all` like one anywhere else: refused, the holder named, nothing removed.
+#[test]
+fn remove_all_refuses_a_live_lock_inside_a_submodule() {
+    let (env, sup) = crate::locks::submodules::superproject();
+    crate::locks::submodules::from(&env, &sup.join("sub"), "alice")
+        .args(["lock", "d/f.rs"])
+        .ok();
+    let lock = sup.join("sub/d/f.rs.lock.alice");
+    assert!(lock.exists());
+    let before = std::fs::read(&lock).unwrap();
+    let refused = coord(&env, &sup, Some("bob"))
+        .args(["init", "--remove", "--all", "--yes"])
+        .code(3);
+    refused.stderr_has("alice");
+    refused.stderr_has("d/f.rs");
+    assert_eq!(std::fs::read(&lock).unwrap(), before);
+    assert!(sup.join(".coord").is_dir());
+    // Its holder may take coord out.
+    coord(&env, &sup, Some("alice"))
+        .args(["init", "--remove", "--all", "--yes"])
+        .ok();
+    assert!(!lock.exists());
+}
