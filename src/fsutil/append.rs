@@ -160,7 +160,7 @@ fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) ->
     // Left by a writer killed here before: nobody else sweeps this folder.
     super::sweep_temps(dir);
     let mut tmp = super::temp_in(dir).at("create a temporary file in", dir)?;
-    tmp.write_all(newest).at("write", path)?;
+    tmp.as_file_mut().write_all(newest).at("write", path)?;
     // A plain rename, not the exchange `persist` makes: no name ever holds the old log but
     // `path` (a writer killed here leaves no copy of it behind; a temporary file left while it
     // was written goes with the next cut's sweep).

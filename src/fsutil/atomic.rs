@@ -97,8 +97,8 @@ pub fn create_new_held(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<F
 /// `tmp` with `bytes` written to it, then locked when `lock` (best effort).
 fn filled(mut tmp: NamedTempFile, path: &Path, bytes: &[u8], lock: bool) -> Result<NamedTempFile> {
     // Errors name the file being written, not its temporary copy (on a full disk, the user
-    // needs to know which file was not written).
-    tmp.write_all(bytes).at("write", path)?;
+    // needs to know which file was not written): written through the file, which adds no path.
+    tmp.as_file_mut().write_all(bytes).at("write", path)?;
     if lock {
         let _ = tmp.as_file().try_lock();
     }

@@ -85,6 +85,45 @@ fn a_write_on_a_full_disk_names_the_file() {
     assert_eq!(std::fs::read_to_string(fs.path("F")).unwrap(), "old\n");
 }
 
+/// On a full disk a lock or a message that cannot be written is named by its own file, never by
+/// the temporary copy it was written into first.
+#[test]
+fn a_lock_and_a_message_on_a_full_disk_name_their_own_file() {
+    let Some(fs) = Tmpfs::mount("size=512k") else {
+        return;
+    };
+    for agent in ["a", "b"] {
+        let out = fs.coord(agent).args(["presence"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    fs.fill();
+    let out = fs.coord("a").args(["lock", "x.txt"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("x.txt.lock.a`"), "{stderr}");
+    assert!(
+        !stderr.contains(".coord-") && !stderr.contains("at path"),
+        "{stderr}"
+    );
+    let out = run_with_stdin(
+        fs.coord("a").args(["msg", "send", "b", "-"]),
+        &vec![b'm'; 100 * 1024],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(".msg`"), "{stderr}");
+    assert!(
+        !stderr.contains(".coord-") && !stderr.contains("at path"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("disk is full"), "{stderr}");
+    assert!(!fs.path("x.txt.lock.a").exists());
+}
+
 /// A `dialogue say` that cannot finish after its message went in (no inode left for the new
 /// `current-turn.txt`) leaves the dialogue as a crash at that point would: the next `say`
 /// completes it and goes on, instead of declaring the conversation corrupted.
