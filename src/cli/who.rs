@@ -34,6 +34,13 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .map(|f| ws.file_arg(ctx.cwd(), f))
         .collect::<Result<Vec<_>, _>>()?;
     let files = status::who(&ws, &asked);
+    // Its claims still hold: a file they match is not free for all that is shown.
+    if let Some(bad) = coord::lock::claim::unreadable(ws.root()) {
+        let (path, why) = (bad.path, bad.why);
+        output::diag(&format!(
+            "warning: cannot read `{path}`: {why}; the claims in it still hold and are not shown"
+        ));
+    }
     if ctx.json_or_quiet(&serde_json::json!({ "files": files })) {
         return Ok(ExitCode::Success);
     }

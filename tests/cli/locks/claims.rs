@@ -577,6 +577,11 @@ fn a_claims_file_that_cannot_be_read_refuses_locks_and_is_never_rewritten() {
     let refused: serde_json::Value = env.agent("alice").args(["unlock", "--json"]).code(1).json();
     assert_eq!(refused["error"]["kind"], "io", "{refused}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // `who` says what it cannot show.
+    (env.agent("bob").args(["who", "src/a.rs"]).ok())
+        .stdout_has("src/a.rs: not locked")
+        .stderr_has("warning: cannot read `.coord/claims`")
+        .stderr_has("still hold");
     // `status` names it among the files it could not read.
     let st: serde_json::Value = env.agent("bob").args(["status", "--json"]).ok().json();
     let bad = st["unreadable"].as_array().unwrap();
