@@ -54,6 +54,7 @@ pub fn collect(
     let mut cache = StateCache::from_presences(&presences, &now);
     let entries = lock::scan_judged(ws, &mut cache, &now, lock::HandMade::Walk);
     unreadable.extend(lock::unreadable(&entries, ws));
+    unreadable.extend(lock::claim::unreadable(ws.root()));
     let mut agents: Vec<AgentView> = presences
         .iter()
         .filter(|p| me.is_none_or(|m| m.id() != p.id))

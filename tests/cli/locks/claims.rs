@@ -582,7 +582,11 @@ fn a_claims_file_that_cannot_be_read_refuses_locks_and_is_never_rewritten() {
         .stdout_has("src/a.rs: not locked")
         .stderr_has("warning: cannot read `.coord/claims`")
         .stderr_has("still hold");
-    // `status` names it among the files it could not read.
+    // `check` warns of it as of any file it cannot read; `status` names it among them.
+    (env.agent("bob").args(["check", "--strict"]).ok())
+        .stderr_has("warning: cannot read `.coord/claims`");
+    let check: serde_json::Value = env.agent("bob").args(["check", "--json"]).ok().json();
+    assert_eq!(check["unreadable"][0]["path"], ".coord/claims", "{check}");
     let st: serde_json::Value = env.agent("bob").args(["status", "--json"]).ok().json();
     let bad = st["unreadable"].as_array().unwrap();
     assert!(
