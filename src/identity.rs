@@ -129,9 +129,8 @@ pub fn current(root: &Path) -> Option<Session> {
         let agent = agent_for(client, &id)?;
         let process = this_host(root)
             .into_iter()
-            .find_map(|(_, (s, process, host))| {
-                (s.client == client && s.id == id && host == host::hostname() && process.alive())
-                    .then_some(process)
+            .find_map(|(_, (s, process, _))| {
+                (s.client == client && s.id == id && process.alive()).then_some(process)
             });
         Some(Session {
             client,
@@ -174,7 +173,8 @@ pub fn runs_in() -> Option<crate::lock::ClientSession> {
     })
 }
 
-/// The registration files of this host that can be read, with what each holds.
+/// The registration files of this host that can be read, with what each holds: named with its
+/// tag and saying its name (two hosts' names may share a tag).
 fn this_host(root: &Path) -> Vec<(PathBuf, (Session, ClientProcess, String))> {
     let tag = host::host_tag();
     let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
@@ -190,6 +190,7 @@ fn this_host(root: &Path) -> Vec<(PathBuf, (Session, ClientProcess, String))> {
                 .is_some_and(|(t, _)| t == tag)
         })
         .filter_map(|e| Some((e.path(), registration(&e.path())?)))
+        .filter(|(_, (_, _, host))| host == host::hostname())
         .collect()
 }
 
@@ -388,5 +389,23 @@ mod tests {
         }
         end(&ws, Client::Claude, "abcdef0123", parent).unwrap();
         assert!(from_tree(ws.root()).is_none());
+    }
+
+    /// Another host whose name shares this host's tag: its registrations are not this host's to
+    /// sweep, though no process of that number lives here.
+    #[test]
+    fn a_registration_of_another_host_under_the_same_tag_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(std::fs::canonicalize(dir.path()).unwrap());
+        let parent = ClientProcess::of(std::os::unix::process::parent_id()).unwrap();
+        let agent = agent_for(Client::Claude, "abcdef0123").unwrap();
+        register(&ws, Client::Claude, "abcdef0123", &agent, parent).unwrap();
+        let theirs = session_path(ws.root(), 4_000_000);
+        let text = std::fs::read_to_string(session_path(ws.root(), parent.pid)).unwrap();
+        let text = text.replace(&format!("host: {}", host::hostname()), "host: elsewhere");
+        let text = text.replace(&format!("pid: {}", parent.pid), "pid: 4000000");
+        fsutil::replace(&theirs, text.as_bytes()).unwrap();
+        register(&ws, Client::Codex, "x2", &agent, parent).unwrap();
+        assert!(theirs.exists(), "another host's registration was swept");
     }
 }
