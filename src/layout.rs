@@ -409,7 +409,7 @@ pub fn read_mark(root: &Path, agent: &str, id: &str) -> PathBuf {
 }
 
 /// The suffix of a stamp-card row file.
-const ROW_SUFFIX: &str = ".session";
+pub const ROW_SUFFIX: &str = ".session";
 
 /// `<root>/.coord/partners/<id>.session`, one row (the id zero-padded, so names sort by id).
 pub fn partner_row(root: &Path, id: u64) -> PathBuf {

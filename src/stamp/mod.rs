@@ -217,7 +217,8 @@ fn has_index(root: &Path) -> bool {
 }
 
 /// The rows not clocked out, by id, and the unreadable row files: those the index names and
-/// those above the counter (written by hand); without the index, every row.
+/// those written by hand above the counter (the next ids up); without the index or the counter,
+/// every row. The card is not listed: its rows of earlier sessions cost a hook nothing.
 pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let indexed = has_index(root)
         .then(|| fsutil::list_names(&layout::partners_open_dir(&shared_root(root))).ok())
@@ -225,9 +226,11 @@ pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let (rows, bad) = match indexed {
         None => scan(root),
         Some(names) => {
-            let counted = read_counter(root);
             let listed = names.iter().filter_map(|name| name.to_str()?.parse().ok());
-            let above = row_ids(root).filter(|&id| counted.is_none_or(|c| id > c));
+            let above: Vec<u64> = match read_counter(root) {
+                Some(counted) => ids_above(root, counted).collect(),
+                None => row_ids(root).collect(),
+            };
             let ids: std::collections::BTreeSet<u64> = listed.chain(above).collect();
             let shared = shared_root(root);
             let path = |id| (id, layout::partner_row(&shared, id));
@@ -236,6 +239,18 @@ pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     };
     let open = rows.into_iter().filter(|r| r.status != RowStatus::Offline);
     (open.collect(), bad)
+}
+
+/// The ids after `counted` whose row files are there, up to the first that is not.
+fn ids_above(root: &Path, counted: u64) -> impl Iterator<Item = u64> {
+    let shared = shared_root(root);
+    let taken = move |id: &u64| {
+        let padded = layout::partner_row(&shared, *id);
+        // A row written by hand may be named without the zeros.
+        let plain = padded.with_file_name(format!("{id}{}", layout::ROW_SUFFIX));
+        fs::symlink_metadata(padded).is_ok() || fs::symlink_metadata(plain).is_ok()
+    };
+    (counted.saturating_add(1)..u64::MAX).take_while(taken)
 }
 
 fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
@@ -273,11 +288,11 @@ fn ensure_index(root: &Path) -> Result<()> {
 /// The next row id, bumping the counter: the first id above it without a row file (a lost
 /// counter is recounted from the card, so no id is handed out twice). Caller holds the mutex.
 fn next_id(root: &Path) -> Result<u64> {
-    let taken: Vec<u64> = row_ids(root).collect();
-    let counted = read_counter(root).unwrap_or_else(|| taken.iter().copied().max().unwrap_or(0));
-    let id = (counted.saturating_add(1)..=u64::MAX)
-        .find(|id| !taken.contains(id))
-        .unwrap_or(u64::MAX);
+    let counted = read_counter(root).unwrap_or_else(|| row_ids(root).max().unwrap_or(0));
+    let id = ids_above(root, counted)
+        .last()
+        .unwrap_or(counted)
+        .saturating_add(1);
     let counter = layout::partners_seq(&shared_root(root));
     fsutil::replace(&counter, format!("{id}\n").as_bytes())?;
     Ok(id)

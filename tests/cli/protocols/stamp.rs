@@ -361,6 +361,35 @@ fn the_index_of_open_rows_follows_the_card_and_rows_written_by_hand() {
     assert!(!env.exists(".coord/partners/open/5") && !env.exists(".coord/partners/open/6"));
 }
 
+/// Rows of earlier sessions are not read to clock in or out: ids go on from the counter, past
+/// the rows written by hand right above it, whether their names carry the zeros or not.
+#[test]
+fn ids_go_on_past_rows_written_by_hand_above_the_counter() {
+    let env = Env::new();
+    env.cmd().args(["startup", "--partner", "claude"]).ok();
+    env.cmd()
+        .args(["shutdown"])
+        .env("COORD_AGENT", "claude")
+        .ok();
+    assert_eq!(env.read(".coord/partners/seq").trim(), "1");
+    env.write(
+        &row_file(2),
+        "id: 2\npartner_name: gemini\nstatus: offline\nclocked_in: 2026-01-28T00:00:00\n",
+    );
+    env.write(
+        ".coord/partners/3.session",
+        "id: 3\npartner_name: qwen\nstatus: offline\nclocked_in: 2026-01-28T00:00:00\n",
+    );
+    env.cmd().args(["startup", "--partner", "claude"]).ok();
+    assert_eq!(env.read(".coord/partners/seq").trim(), "4");
+    assert!(env.read(&row_file(4)).contains("partner_name: claude\n"));
+    assert!(
+        env.read(".coord/partners/3.session")
+            .contains("partner_name: qwen\n")
+    );
+    assert!(env.read(&row_file(2)).contains("partner_name: gemini\n"));
+}
+
 /// A client hook's heartbeat keeps the session's stamp-card row alive even when the presence is
 /// fresh already (a lock just refreshed it, not the row): left old, the row would be taken for
 /// crashed by the partner's next startup.
