@@ -250,9 +250,9 @@ pub fn glance(ws: &Workspace) -> Status {
 
 /// What both views start from: the root, the agents as their presences say, every lock (those
 /// of removed work trees included; those made by hand found by a `walk`, or at hand), every claim,
-/// the dialogue and the unreadable presences; and the agents' states and every lock judged.
+/// the dialogue and the files that cannot be read; and the agents' states and every lock judged.
 fn look(ws: &Workspace, now: &Timestamp, walk: bool) -> (Status, StateCache, Vec<LockEntry>) {
-    let (presences, unreadable) = presence::scan(ws.root());
+    let (presences, mut unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
     let hand = match walk {
         true => lock::HandMade::Walk,
@@ -260,12 +260,14 @@ fn look(ws: &Workspace, now: &Timestamp, walk: bool) -> (Status, StateCache, Vec
     };
     let entries = lock::scan_judged(ws, &mut cache, now, hand);
     let locks = entries.iter().map(|e| lock_view(e, ws, now));
-    let claims = lock::claim::judged(ws.root(), &mut cache, now);
+    let (claims, claims_unread) = lock::claim::judged_or_unreadable(ws.root(), &mut cache, now);
+    unreadable.extend(lock::unreadable(&entries, ws));
+    unreadable.extend(claims_unread);
     let st = Status {
         root: ws.root().display().to_string(),
         agents: presences.iter().map(|p| agent_view(p, now)).collect(),
         locks: locks.chain(gone_tree_locks(&presences, now)).collect(),
-        claims: claims.iter().map(|e| claim_view(e, now)).collect(),
+        claims: claims.iter().map(|c| claim_view(&c.entry, now)).collect(),
         unreadable,
         dialogue: dialogue::summary(ws),
         ..Status::default()
@@ -480,12 +482,16 @@ pub struct Holder {
     pub working_on: Option<String>,
 }
 
-/// Who holds each of `args` (files and claims, see [`Workspace::file_arg`]), as of now.
-pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolders> {
+/// Who holds each of `args` (files and claims, see [`Workspace::file_arg`]), as of now, and the
+/// claims file when it cannot be read (its claims still hold but cannot be shown).
+pub fn who(
+    ws: &Workspace,
+    args: &[crate::workspace::FileArg],
+) -> (Vec<FileHolders>, Option<Unreadable>) {
     use crate::workspace::FileArg;
     let now = clock::now();
     let mut cache = StateCache::default();
-    let all_claims = lock::claim::judged_patterns(ws.root(), &mut cache, &now).unwrap_or_default();
+    let (all_claims, unreadable) = lock::claim::judged_or_unreadable(ws.root(), &mut cache, &now);
     let holder = |e: &LockEntry| Holder {
         lock: lock_view(e, ws, &now),
         working_on: presence::read(ws.root(), &e.agent)
@@ -512,7 +518,8 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
         let hits = all_claims.iter().filter(|c| hit(&c.pattern));
         hits.map(|c| claim_view(&c.entry, &now)).collect()
     };
-    args.iter()
+    let files = args
+        .iter()
         .map(|a| match a {
             FileArg::File(t) => {
                 let mut entries = of_files.next().unwrap_or_default();
@@ -535,15 +542,14 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
                     .collect(),
             },
         })
-        .collect()
+        .collect();
+    (files, unreadable)
 }
 
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
     let (mut st, mut cache, entries) = look(ws, &now, true);
-    st.unreadable.extend(lock::unreadable(&entries, ws));
-    st.unreadable.extend(lock::claim::unreadable(ws.root()));
     let waiters = queue::waiters(ws.root());
     let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
     st.waits = (waiters.iter().enumerate())

@@ -54,14 +54,15 @@ pub fn collect(
     let mut cache = StateCache::from_presences(&presences, &now);
     let entries = lock::scan_judged(ws, &mut cache, &now, lock::HandMade::Walk);
     unreadable.extend(lock::unreadable(&entries, ws));
-    unreadable.extend(lock::claim::unreadable(ws.root()));
     let mut agents: Vec<AgentView> = presences
         .iter()
         .filter(|p| me.is_none_or(|m| m.id() != p.id))
         .map(|p| agent_view(p, &now))
         .collect();
-    let claims = lock::claim::judged(ws.root(), &mut cache, &now);
-    let holding = entries.iter().chain(&claims).map(|e| e.agent.as_str());
+    let (claims, claims_unread) = lock::claim::judged_or_unreadable(ws.root(), &mut cache, &now);
+    unreadable.extend(claims_unread);
+    let claims = claims.iter().map(|c| &c.entry);
+    let holding = entries.iter().chain(claims).map(|e| e.agent.as_str());
     settle_lock_status(&mut agents, holding, &lock::queue::waiters(ws.root()));
     let problems = lock::problems(&entries);
     let described = problems

@@ -33,9 +33,9 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| ws.file_arg(ctx.cwd(), f))
         .collect::<Result<Vec<_>, _>>()?;
-    let files = status::who(&ws, &asked);
+    let (files, claims_unread) = status::who(&ws, &asked);
     // Its claims still hold: a file they match is not free for all that is shown.
-    if let Some(bad) = coord::lock::claim::unreadable(ws.root()) {
+    if let Some(bad) = claims_unread {
         let (path, why) = (bad.path, bad.why);
         output::diag(&format!(
             "warning: cannot read `{path}`: {why}; the claims in it still hold and are not shown"

@@ -51,11 +51,10 @@ fn read_records(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
     Ok((claims, others))
 }
 
-/// `.coord/claims` when it is there but cannot be read, for `status`: its claims still hold
-/// (taking and releasing refuse), but no view can show them.
-pub fn unreadable(root: &Path) -> Option<crate::presence::Unreadable> {
-    // What `read_records` refuses, so that the view and the refusal never disagree.
-    let Err(crate::error::Error::Io { path, source, .. }) = read_records(root) else {
+/// `.coord/claims` as a view names it when reading it failed with `e` (what `read_records`
+/// refuses, so that the view and the refusal never disagree).
+fn unreadable(root: &Path, e: crate::error::Error) -> Option<crate::presence::Unreadable> {
+    let crate::error::Error::Io { path, source, .. } = e else {
         return None;
     };
     let shared = crate::worktree::shared_root(root);
@@ -90,23 +89,43 @@ pub fn read_all(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
     Ok((all, others))
 }
 
-/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent
-/// (none from a file that cannot be read: the commands that take or release refuse it).
-pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
-    let mut all = read_all(root).map(|r| r.0).unwrap_or_default();
+/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent;
+/// a file that cannot be read is an error.
+fn try_judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Result<Vec<LockEntry>> {
+    let mut all = read_all(root)?.0;
     classify(root, &mut all, cache, now);
-    all
+    Ok(all)
 }
 
-/// [`judged`], with each pattern parsed; a file that cannot be read is an error.
+/// [`try_judged`], none from a file that cannot be read (the commands that take or release
+/// refuse it).
+pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
+    try_judged(root, cache, now).unwrap_or_default()
+}
+
+/// [`try_judged`], with each pattern parsed.
 pub fn judged_patterns(
     root: &Path,
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> Result<Vec<Judged>> {
-    let mut all = read_all(root)?.0;
-    classify(root, &mut all, cache, now);
-    Ok(all.into_iter().map(with_pattern).collect())
+    Ok(try_judged(root, cache, now)?
+        .into_iter()
+        .map(with_pattern)
+        .collect())
+}
+
+/// [`judged_patterns`] for a view: none from a file that cannot be read, which is named instead
+/// (its claims still hold: taking and releasing refuse, but no view can show them).
+pub fn judged_or_unreadable(
+    root: &Path,
+    cache: &mut StateCache,
+    now: &Timestamp,
+) -> (Vec<Judged>, Option<crate::presence::Unreadable>) {
+    match judged_patterns(root, cache, now) {
+        Ok(all) => (all, None),
+        Err(e) => (Vec::new(), unreadable(root, e)),
+    }
 }
 
 /// Rewrite `.coord/claims` to hold exactly `records`, in their order. Caller holds the mutex.
