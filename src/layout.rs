@@ -409,7 +409,7 @@ pub fn read_mark(root: &Path, agent: &str, id: &str) -> PathBuf {
 }
 
 /// The suffix of a stamp-card row file.
-pub const ROW_SUFFIX: &str = ".session";
+const ROW_SUFFIX: &str = ".session";
 
 /// `<root>/.coord/partners/<id>.session`, one row (the id zero-padded, so names sort by id).
 pub fn partner_row(root: &Path, id: u64) -> PathBuf {
@@ -419,6 +419,11 @@ pub fn partner_row(root: &Path, id: u64) -> PathBuf {
 /// `<root>/.coord/partners/open/<id>`, the index entry of an open row.
 pub fn partner_open(root: &Path, id: u64) -> PathBuf {
     partners_open_dir(root).join(id.to_string())
+}
+
+/// `<root>/.coord/partners/<id>.session` without the zeros, as a row written by hand may be named.
+pub fn partner_row_unpadded(root: &Path, id: u64) -> PathBuf {
+    partners_dir(root).join(format!("{id}{ROW_SUFFIX}"))
 }
 
 /// The row id of a stamp-card row file name.

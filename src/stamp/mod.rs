@@ -244,11 +244,9 @@ pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
 /// The ids after `counted` whose row files are there, up to the first that is not.
 fn ids_above(root: &Path, counted: u64) -> impl Iterator<Item = u64> {
     let shared = shared_root(root);
-    let taken = move |id: &u64| {
-        let padded = layout::partner_row(&shared, *id);
-        // A row written by hand may be named without the zeros.
-        let plain = padded.with_file_name(format!("{id}{}", layout::ROW_SUFFIX));
-        fs::symlink_metadata(padded).is_ok() || fs::symlink_metadata(plain).is_ok()
+    let taken = move |&id: &u64| {
+        let there = |path: PathBuf| fs::symlink_metadata(path).is_ok();
+        there(layout::partner_row(&shared, id)) || there(layout::partner_row_unpadded(&shared, id))
     };
     (counted.saturating_add(1)..u64::MAX).take_while(taken)
 }
