@@ -363,11 +363,11 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
         .filter(|rel| !gone.contains(&rel.as_str()))
         .collect();
     // Nothing released, and the presence already says what is held: nothing to bring up to date.
-    let status = holding(&held).as_str();
+    let status = holding(&held);
     if gone.is_empty()
         && old.as_ref().is_some_and(|p| {
             p.locks() == held
-                && p.field("lock_status") == Some(status)
+                && p.field("lock_status") == Some(status.as_str())
                 && (!held.is_empty() || p.field("current_file").is_none())
         })
     {
@@ -375,7 +375,7 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
     }
     let update = presence::Update {
         releasing: true,
-        lock_status: Some(holding(&held)),
+        lock_status: Some(status),
         current_file: held.first().cloned(),
         locks: Some(held),
         ..Default::default()
