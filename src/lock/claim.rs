@@ -89,21 +89,20 @@ pub fn read_all(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
     Ok((all, others))
 }
 
-/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent;
-/// a file that cannot be read is an error.
+/// [`judged`], a file that cannot be read an error.
 fn try_judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Result<Vec<LockEntry>> {
     let mut all = read_all(root)?.0;
     classify(root, &mut all, cache, now);
     Ok(all)
 }
 
-/// [`try_judged`], none from a file that cannot be read (the commands that take or release
-/// refuse it).
+/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent
+/// (none from a file that cannot be read: the commands that take or release refuse it).
 pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
     try_judged(root, cache, now).unwrap_or_default()
 }
 
-/// [`try_judged`], with each pattern parsed.
+/// [`judged`], with each pattern parsed; a file that cannot be read is an error.
 pub fn judged_patterns(
     root: &Path,
     cache: &mut StateCache,
