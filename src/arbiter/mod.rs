@@ -245,9 +245,12 @@ pub fn recheck_for(dir: &Path) -> Duration {
     policy(dir).map_or(RECHECK, |p| p.recheck)
 }
 
-/// How far this machine's clock runs ahead of the folder's, when by more than two seconds.
+/// How far this machine's clock runs ahead of the folder's, when by more than two seconds. On a
+/// disk of this machine its own clock stamps the files: nothing to measure.
 pub fn clock_ahead(root: &Path) -> Option<Duration> {
-    if std::env::var_os(crate::clock::NOW_ENV).is_some() {
+    if std::env::var_os(crate::clock::NOW_ENV).is_some()
+        || policy(root).is_ok_and(|p| p.fs.served_locally())
+    {
         return None;
     }
     static CACHE: PerRoot<Option<f64>> = OnceLock::new();

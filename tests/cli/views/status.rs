@@ -525,3 +525,23 @@ fn status_in_each_worktree_names_the_shared_workspace_this_tree_and_each_locks_t
         .stdout_has("  FILE   HOLDER  SINCE")
         .stdout_lacks("work trees");
 }
+
+/// A view only reads: on a disk of this machine, `status` leaves `.coord/` as it found it, even
+/// beside a lock past its TTL (whose age is judged by this machine's clock, the folder's own).
+#[test]
+fn status_writes_nothing_beside_a_lock_past_its_ttl() {
+    use std::time::{Duration, SystemTime};
+    let env = Env::new();
+    env.agent("gemini").args(["presence", ".", "Task_1"]).ok();
+    let old = (chrono::Local::now() - chrono::Duration::hours(1)).to_rfc3339();
+    env.write(
+        "f.txt.lock.gemini",
+        format!("Agent: gemini\nlocked_at: {old}\nfile: f.txt\n"),
+    );
+    let state = std::fs::File::open(env.path(".coord")).unwrap();
+    let then = SystemTime::now() - Duration::from_secs(3600);
+    state.set_modified(then).unwrap();
+    env.cmd().arg("status").ok().stdout_has("f.txt");
+    let now = state.metadata().unwrap().modified().unwrap();
+    assert_eq!(now, then, "`coord status` wrote in `.coord/`");
+}
