@@ -19,7 +19,7 @@ use crate::presence::{self, LockStatus, Presence, StateCache, Unreadable};
 use crate::review::{self, rules::ReviewSummary};
 use crate::stamp::{self, RowStatus};
 use crate::workspace::Workspace;
-use crate::worktree::shared_root;
+use crate::worktree::{Tree, shared_root};
 
 /// One agent, as `status` shows it.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -259,7 +259,12 @@ fn look(ws: &Workspace, now: &Timestamp, walk: bool) -> (Status, StateCache, Vec
         false => lock::HandMade::AtHand(&presences),
     };
     let entries = lock::scan_judged(ws, &mut cache, now, hand);
-    let locks = entries.iter().map(|e| lock_view(e, ws, now));
+    // Read only for locks to place (the branch of each tree once).
+    let trees = match entries.is_empty() {
+        true => Vec::new(),
+        false => crate::worktree::trees(ws.root()),
+    };
+    let locks = entries.iter().map(|e| lock_view(e, ws, now, &trees));
     let (claims, claims_unread) = lock::claim::judged_or_unreadable(ws.root(), &mut cache, now);
     unreadable.extend(lock::unreadable(&entries, ws));
     unreadable.extend(claims_unread);
@@ -432,9 +437,9 @@ fn gone_tree_locks(presences: &[Presence], now: &Timestamp) -> Vec<LockView> {
     out
 }
 
-/// Build a [`LockView`] from a judged lock entry.
-pub fn lock_view(e: &LockEntry, ws: &Workspace, now: &Timestamp) -> LockView {
-    let tree = crate::worktree::tree_of(ws.root(), &e.lock_path);
+/// Build a [`LockView`] from a judged lock entry, placed among the workspace's `trees`.
+pub fn lock_view(e: &LockEntry, ws: &Workspace, now: &Timestamp, trees: &[Tree]) -> LockView {
+    let tree = crate::worktree::tree_of(trees, &e.lock_path);
     LockView {
         file: e.file.clone(),
         agent: e.agent.clone(),
@@ -492,8 +497,9 @@ pub fn who(
     let now = clock::now();
     let mut cache = StateCache::default();
     let (all_claims, unreadable) = lock::claim::judged_or_unreadable(ws.root(), &mut cache, &now);
+    let trees = crate::worktree::trees(ws.root());
     let holder = |e: &LockEntry| Holder {
-        lock: lock_view(e, ws, &now),
+        lock: lock_view(e, ws, &now, &trees),
         working_on: presence::read(ws.root(), &e.agent)
             .ok()
             .flatten()

@@ -38,12 +38,15 @@ pub struct Tree {
     pub top: PathBuf,
     /// Its git folder, whose `HEAD` names the branch checked out there (read only when asked).
     gitdir: Option<PathBuf>,
+    /// The branch, once read (a view asks it for each lock and agent in the tree).
+    branch: std::cell::OnceCell<Option<String>>,
 }
 
 impl Tree {
     /// The branch checked out there (`None`: a detached HEAD, unreadable, or not a git tree).
     pub fn branch(&self) -> Option<String> {
-        branch_of(self.gitdir.as_deref()?)
+        let read = || self.gitdir.as_deref().and_then(branch_of);
+        self.branch.get_or_init(read).clone()
     }
 }
 
@@ -189,7 +192,11 @@ fn branch_of(gitdir: &Path) -> Option<String> {
 /// Every work tree sharing the workspace at `root`, `root`'s own first.
 pub fn trees(root: &Path) -> Vec<Tree> {
     let shared = shared_root(root);
-    let tree = |top, gitdir| Tree { top, gitdir };
+    let tree = |top, gitdir| Tree {
+        top,
+        gitdir,
+        branch: Default::default(),
+    };
     let mut all = Vec::new();
     if let Some(common) = common_dir(&shared) {
         // A tree removed by hand took its locks with it; a worktree with a `.coord/` of its
@@ -252,10 +259,9 @@ pub fn repository_tops(top: &Path) -> Vec<PathBuf> {
     all
 }
 
-/// The work tree sharing `root`'s workspace whose top level `path` lies deepest under.
-pub fn tree_of(root: &Path, path: &Path) -> Option<Tree> {
-    trees(root)
-        .into_iter()
+/// The work tree among `trees` (a workspace's [`trees`]) whose top level `path` lies deepest under.
+pub fn tree_of<'a>(trees: &'a [Tree], path: &Path) -> Option<&'a Tree> {
+    (trees.iter())
         .filter(|t| path.starts_with(&t.top))
         .max_by_key(|t| t.top.components().count())
 }

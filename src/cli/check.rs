@@ -68,9 +68,12 @@ pub fn collect(
     let described = problems
         .iter()
         .map(|p| output::clean(&lock::describe_problem(p)));
+    let trees = coord::worktree::trees(ws.root());
     let report = CheckReport {
         agents,
-        problems: problems.iter().map(|e| lock_view(e, ws, &now)).collect(),
+        problems: (problems.iter())
+            .map(|e| lock_view(e, ws, &now, &trees))
+            .collect(),
         unreadable,
         ok: problems.is_empty(),
     };

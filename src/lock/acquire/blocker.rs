@@ -140,7 +140,8 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
         })(),
     };
     // In another work tree of the repository: `Claude (worktree /repo-b, branch feature)`.
-    let holder = match crate::worktree::tree_of(root, &e.lock_path) {
+    let trees = crate::worktree::trees(root);
+    let holder = match crate::worktree::tree_of(&trees, &e.lock_path) {
         Some(t) if t.top != root => format!(
             "{} ({})",
             e.holder(),
