@@ -24,7 +24,7 @@
 //   PreToolUse of Write, turned off  `git config coord.enabled false`
 //
 // Usage: node bench/plugin_hook_client.mjs COORD[,COORD...] [ROUNDS]   (ROUNDS default 200).
-// Needs git. Goal: a call at most 1.5x `true` as the hook.
+// Needs git. Floor: a call at most 2x `true` as the hook.
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir, loadavg, cpus } from "node:os";
