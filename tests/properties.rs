@@ -214,7 +214,7 @@ proptest! {
             let _ = (e.holder(), e.ttl(), e.token(), e.process(), e.reason(), e.session());
             let _ = lock::describe_problem(e);
             let _ = lock::format_since(e.since.as_ref(), &now);
-            let _ = status::lock_view(e, &ws, &now);
+            let _ = status::lock_view(e, &ws, &now, &coord::worktree::trees(&root));
         }
         let _ = status::collect(&ws);
     }
