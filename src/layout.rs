@@ -403,6 +403,14 @@ pub fn read_marks_dir(root: &Path, agent: &str) -> PathBuf {
     messages_dir(root).join("read").join(agent)
 }
 
+/// The file of a reader's read-marks folder that lists the messages it found were for others.
+pub const OTHERS_SEEN: &str = "others";
+
+/// `<root>/.coord/messages/read/<agent>/others`: the ids of messages `agent` found were for others.
+pub fn others_seen(root: &Path, agent: &str) -> PathBuf {
+    read_marks_dir(root, agent).join(OTHERS_SEEN)
+}
+
 /// `<root>/.coord/messages/read/<agent>/<id>`: present once `agent` has read message `id`.
 pub fn read_mark(root: &Path, agent: &str, id: &str) -> PathBuf {
     read_marks_dir(root, agent).join(id)

@@ -181,8 +181,9 @@ fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-/// Every message in sending order, and the unreadable files; an error if the folder is unlistable.
-pub fn scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
+/// Every message in sending order but those `skip` names, and the unreadable files; an error if
+/// the folder is unlistable.
+pub fn scan(root: &Path, skip: impl Fn(&str) -> bool) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(&shared_root(root));
     let (mut found, mut skipped) = (Vec::new(), Vec::new());
     let entries = match fsutil::read_dir(&dir) {
@@ -203,6 +204,7 @@ pub fn scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
         }
         let shown = format!("{}/messages/{name}", layout::STATE_DIR);
         let read = match layout::parse_message_name(name) {
+            Some(id) if skip(id) => continue,
             Some(id) => message_of(id, fsutil::read_capped(&entry.path(), MESSAGE_CAP)),
             None => Err("its name is not a message id".into()),
         };
@@ -222,16 +224,44 @@ fn message_of(id: &str, read: std::io::Result<Vec<u8>>) -> std::result::Result<M
     Message::parse(id, &text)
 }
 
-/// The ids `agent` has read. Temporary files of readers killed while marking are swept.
-fn read_marks(root: &Path, agent: &str) -> HashSet<String> {
-    let dir = layout::read_marks_dir(&shared_root(root), agent);
-    let entries = fsutil::read_dir(dir).into_iter().flatten().flatten();
-    entries
-        .filter(|e| !fsutil::sweep_entry(e))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| layout::is_valid_message_id(n))
-        .collect()
+/// What one reader knows of the messages: the ids it has read, and those it found were for
+/// others (a message never changes once sent, so each reader reads another's message once).
+#[derive(Default)]
+struct Known {
+    read: HashSet<String>,
+    others: HashSet<String>,
 }
+
+impl Known {
+    /// `agent`'s read marks and its list of others' messages, from one listing of its folder.
+    /// Temporary files of readers killed while marking are swept.
+    fn of(root: &Path, agent: &str) -> Known {
+        let dir = layout::read_marks_dir(&shared_root(root), agent);
+        let entries = fsutil::read_dir(&dir).into_iter().flatten().flatten();
+        let names = entries.filter(|e| !fsutil::sweep_entry(e));
+        let mut known = Known::default();
+        for name in names.filter_map(|e| e.file_name().into_string().ok()) {
+            if name == layout::OTHERS_SEEN {
+                let path = layout::others_seen(&shared_root(root), agent);
+                let text = fsutil::read_capped(&path, OTHERS_CAP).unwrap_or_default();
+                let ids = String::from_utf8_lossy(&text);
+                let ids = ids.lines().filter(|id| layout::is_valid_message_id(id));
+                known.others.extend(ids.map(str::to_string));
+            } else if layout::is_valid_message_id(&name) {
+                known.read.insert(name);
+            }
+        }
+        known
+    }
+
+    /// Whether message `id` is known to be read, or for others.
+    fn settled(&self, id: &str) -> bool {
+        self.read.contains(id) || self.others.contains(id)
+    }
+}
+
+/// The largest list of others' messages read (a million ids); a larger one is not used.
+const OTHERS_CAP: u64 = 14 << 20;
 
 /// Whether `m` is for `agent` and not read by it. A broadcast is never news to its sender; a
 /// note to oneself is.
@@ -239,15 +269,45 @@ fn is_unread(m: &Message, agent: &str, marks: &HashSet<String>) -> bool {
     m.is_for(agent) && !(m.to == ALL && m.from == agent) && !marks.contains(&m.id)
 }
 
+/// Add to `agent`'s list `seen` of others' messages those in `others` (best effort: without it,
+/// they are read again next time). An id is unique: one of a message removed since does no harm.
+fn note_others(root: &Path, agent: &str, seen: &HashSet<String>, others: &[Message]) {
+    if others.is_empty() {
+        return;
+    }
+    let shared = shared_root(root);
+    let mut ids: Vec<&str> = others.iter().map(|m| m.id.as_str()).collect();
+    ids.extend(seen.iter().map(String::as_str));
+    ids.sort_unstable();
+    let text: String = ids.iter().map(|id| format!("{id}\n")).collect();
+    let dir = layout::read_marks_dir(&shared, agent);
+    let path = layout::others_seen(&shared, agent);
+    let _ = fsutil::ensure_dir(&dir).and_then(|()| fsutil::replace(&path, text.as_bytes()));
+}
+
 /// `agent`'s inbox: messages to it or to `all`; an error when the folder cannot be listed.
 pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
-    let (all, skipped) = scan(ws.root())?;
-    let marks = read_marks(ws.root(), agent.id());
-    let messages = all
+    inbox(ws, agent, false)
+}
+
+/// [`try_inbox`] at an agent's turn (its client's hooks): the messages found to be for others
+/// are noted, and not read again at its next turn.
+pub fn inbox_at_turn(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
+    inbox(ws, agent, true)
+}
+
+fn inbox(ws: &Workspace, agent: &AgentId, note: bool) -> Result<Inbox> {
+    let me = agent.id();
+    let known = Known::of(ws.root(), me);
+    let (all, skipped) = scan(ws.root(), |id| known.others.contains(id))?;
+    let (mine, others): (Vec<Message>, Vec<Message>) = all.into_iter().partition(|m| m.is_for(me));
+    if note {
+        note_others(ws.root(), me, &known.others, &others);
+    }
+    let messages = mine
         .into_iter()
-        .filter(|m| m.is_for(agent.id()))
         .map(|m| InboxEntry {
-            unread: is_unread(&m, agent.id(), &marks),
+            unread: is_unread(&m, me, &known.read),
             message: m,
         })
         .collect();
@@ -255,20 +315,22 @@ pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
 }
 
 /// Unread counts of each agent in `agents` (every one gets an entry), and the unreadable files.
+/// A message each of them has read, or found was for others, is not read again.
 pub fn unread_counts(
     ws: &Workspace,
     agents: &[String],
 ) -> (BTreeMap<String, usize>, Vec<Unreadable>) {
-    let (all, skipped) = scan(ws.root()).unwrap_or_default();
-    let counts = agents
-        .iter()
-        .map(|agent| {
-            let marks = read_marks(ws.root(), agent);
-            let n = all.iter().filter(|m| is_unread(m, agent, &marks)).count();
-            (agent.clone(), n)
-        })
-        .collect();
-    (counts, skipped)
+    let known: Vec<Known> = agents.iter().map(|a| Known::of(ws.root(), a)).collect();
+    let settled = |id: &str| !known.is_empty() && known.iter().all(|k| k.settled(id));
+    let (all, skipped) = scan(ws.root(), settled).unwrap_or_default();
+    let counts = agents.iter().zip(&known).map(|(agent, known)| {
+        let n = all
+            .iter()
+            .filter(|m| is_unread(m, agent, &known.read))
+            .count();
+        (agent.clone(), n)
+    });
+    (counts.collect(), skipped)
 }
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.
@@ -287,7 +349,7 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
         line: None,
         why,
     })?;
-    let unread = is_unread(&message, me, &read_marks(ws.root(), me));
+    let unread = is_unread(&message, me, &Known::of(ws.root(), me).read);
     if unread {
         fsutil::ensure_dir(&layout::read_marks_dir(&shared, me))?;
         // Already there (read twice at once): just as good.

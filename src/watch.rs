@@ -23,7 +23,7 @@ pub struct Snapshot {
 
 /// Look at the workspace now.
 pub fn snapshot(ws: &Workspace) -> Snapshot {
-    let (messages, _) = message::scan(ws.root()).unwrap_or_default();
+    let (messages, _) = message::scan(ws.root(), |_| false).unwrap_or_default();
     Snapshot {
         status: status::collect(ws),
         messages: (messages.into_iter())

@@ -624,3 +624,46 @@ fn a_fresh_own_lock_with_a_hand_made_lock_beside_it_still_denies() {
     let reason = denied("claude", &at("2026-01-01T10:00:01Z")).expect("denied");
     assert!(reason.contains("locked by bob"), "{reason}");
 }
+
+/// A message never changes once sent: an agent's session start reads a message for another
+/// agent once, notes its id in `.coord/messages/read/AGENT/others`, and does not read it again
+/// (a busy workspace's old messages cost its turns nothing), while a new message for it, or for
+/// all, is told at its next start. `msg list` and `status` use the note and write nothing.
+#[test]
+fn a_session_start_reads_a_message_for_another_agent_once() {
+    let env = Env::new();
+    let send = |from: &str, to: &str, text: &str| {
+        let out = env.agent(from).args(["msg", "send", to, text]).ok();
+        out.stdout.trim().to_string()
+    };
+    let theirs = send("gemini", "codex", "not for claude");
+    let start = fixture(&env, &format!("{CLAUDE}/write_allow.SessionStart.json"));
+    let context = |out: &Output| json(out)["hookSpecificOutput"]["additionalContext"].to_string();
+    let first = context(&hook(&env, "claude", &start, &[]));
+    assert!(!first.contains("not for claude"), "{first}");
+    let noted = ".coord/messages/read/claude-7684f1ed/others";
+    assert_eq!(env.read(noted), format!("{theirs}\n"));
+
+    // Spoiled after it was noted: never read again by claude, so never reported to it.
+    env.write(&format!(".coord/messages/{theirs}.msg"), "not a message");
+    let mine = send("gemini", "claude-7684f1ed", "for claude");
+    let all = send("codex", "all", "for everyone");
+    let before = env.snapshot();
+    let list = env.agent("claude-7684f1ed").args(["msg", "list"]).ok();
+    list.stdout_has(&mine)
+        .stdout_has(&all)
+        .stdout_lacks(&theirs);
+    assert!(!list.stderr.contains("skipped"), "{}", list.stderr);
+    env.cmd().args(["status", "--json"]).ok();
+    assert_eq!(env.snapshot(), before, "a read wrote");
+
+    let second = context(&hook(&env, "claude", &start, &[]));
+    assert!(
+        second.contains("for claude") && second.contains("for everyone"),
+        "{second}"
+    );
+    assert_eq!(env.read(noted), format!("{theirs}\n"));
+    // Another agent that never noted it still reads it, and is told it is spoiled.
+    let codex = env.agent("codex").args(["msg", "list"]).ok();
+    assert!(codex.stderr.contains("skipped"), "{}", codex.stderr);
+}

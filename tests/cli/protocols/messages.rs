@@ -435,6 +435,18 @@ fn hostile_message_files_and_read_marks() {
         ],
     });
     sweep(&Case {
+        target: ".coord/messages/read/claude/others",
+        setup: two_messages,
+        age: 0,
+        listed: never,
+        steps: &[
+            read(Some("claude"), &["msg", "list", "--unread", "--json"], zero),
+            read(Some("claude"), &["status"], zero),
+            write(Some("gemini"), &["msg", "send", "claude", "again"], zero),
+            read(Some("claude"), &["msg", "wait", "--timeout", "300ms"], zero),
+        ],
+    });
+    sweep(&Case {
         target: ".coord/messages/read/claude",
         setup: two_messages,
         age: 0,
