@@ -374,7 +374,8 @@ pub fn startup(
     };
     let (rows, _) = open_rows(root);
     // Open rows written by hand above the counter, which it is about to pass, join the index.
-    rows.iter().try_for_each(|r| index_row(root, r))?;
+    let counted = read_counter(root).unwrap_or(0);
+    (rows.iter().filter(|r| r.id > counted)).try_for_each(|r| index_row(root, r))?;
     let now = clock::now();
     let now_s = clock::format_timestamp(&now);
 
