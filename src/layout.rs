@@ -403,10 +403,11 @@ pub fn read_marks_dir(root: &Path, agent: &str) -> PathBuf {
     messages_dir(root).join("read").join(agent)
 }
 
-/// The file of a reader's read-marks folder that lists the messages it found were for others.
-pub const OTHERS_SEEN: &str = "others";
+/// The file of a reader's read-marks folder that lists the messages it found were for others
+/// (never a message id: those have no dot).
+pub const OTHERS_SEEN: &str = "others.ids";
 
-/// `<root>/.coord/messages/read/<agent>/others`: the ids of messages `agent` found were for others.
+/// `<root>/.coord/messages/read/<agent>/others.ids`: the messages `agent` found were for others.
 pub fn others_seen(root: &Path, agent: &str) -> PathBuf {
     read_marks_dir(root, agent).join(OTHERS_SEEN)
 }

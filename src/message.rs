@@ -290,18 +290,22 @@ pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
     inbox(ws, agent, false)
 }
 
-/// [`try_inbox`] at an agent's turn (its client's hooks): the messages found to be for others
-/// are noted, and not read again at its next turn.
-pub fn inbox_at_turn(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
+/// The unread part of [`try_inbox`] at an agent's turn (its client's hooks): a message it has
+/// read is not read again, and those found to be for others are noted, not to be read again.
+pub fn unread_at_turn(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
     inbox(ws, agent, true)
 }
 
-fn inbox(ws: &Workspace, agent: &AgentId, note: bool) -> Result<Inbox> {
+fn inbox(ws: &Workspace, agent: &AgentId, at_turn: bool) -> Result<Inbox> {
     let me = agent.id();
     let known = Known::of(ws.root(), me);
-    let (all, skipped) = scan(ws.root(), |id| known.others.contains(id))?;
+    let skip = |id: &str| match at_turn {
+        true => known.settled(id),
+        false => known.others.contains(id),
+    };
+    let (all, skipped) = scan(ws.root(), skip)?;
     let (mine, others): (Vec<Message>, Vec<Message>) = all.into_iter().partition(|m| m.is_for(me));
-    if note {
+    if at_turn {
         note_others(ws.root(), me, &known.others, &others);
     }
     let messages = mine

@@ -544,7 +544,7 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
 
 /// `ID from SENDER: first line` for each unread message of `agent`.
 fn unread_lines(ws: &Workspace, agent: &AgentId) -> Vec<String> {
-    message::inbox_at_turn(ws, agent)
+    message::unread_at_turn(ws, agent)
         .unwrap_or_default()
         .unread()
         .map(|e| {

@@ -626,7 +626,7 @@ fn a_fresh_own_lock_with_a_hand_made_lock_beside_it_still_denies() {
 }
 
 /// A message never changes once sent: an agent's session start reads a message for another
-/// agent once, notes its id in `.coord/messages/read/AGENT/others`, and does not read it again
+/// agent once, notes its id in `.coord/messages/read/AGENT/others.ids`, and does not read it again
 /// (a busy workspace's old messages cost its turns nothing), while a new message for it, or for
 /// all, is told at its next start. `msg list` and `status` use the note and write nothing.
 #[test]
@@ -641,7 +641,7 @@ fn a_session_start_reads_a_message_for_another_agent_once() {
     let context = |out: &Output| json(out)["hookSpecificOutput"]["additionalContext"].to_string();
     let first = context(&hook(&env, "claude", &start, &[]));
     assert!(!first.contains("not for claude"), "{first}");
-    let noted = ".coord/messages/read/claude-7684f1ed/others";
+    let noted = ".coord/messages/read/claude-7684f1ed/others.ids";
     assert_eq!(env.read(noted), format!("{theirs}\n"));
 
     // Spoiled after it was noted: never read again by claude, so never reported to it.
@@ -666,4 +666,38 @@ fn a_session_start_reads_a_message_for_another_agent_once() {
     // Another agent that never noted it still reads it, and is told it is spoiled.
     let codex = env.agent("codex").args(["msg", "list"]).ok();
     assert!(codex.stderr.contains("skipped"), "{}", codex.stderr);
+}
+
+/// A note of others' messages in each hostile form (a symlink to a file outside, a FIFO, a
+/// folder, a huge or binary file, …) never stops or hangs a session's start, is never followed,
+/// and leaves the agent's messages told.
+#[test]
+fn a_hostile_note_of_others_messages_is_never_followed() {
+    use crate::planted::{ALL, Bed, plant};
+    for kind in ALL {
+        let bed = Bed::new();
+        bed.run(Some("gemini"), &["msg", "send", "codex", "theirs"]);
+        bed.run(Some("gemini"), &["msg", "send", "claude-7684f1ed", "mine"]);
+        let note = bed.at(".coord/messages/read/claude-7684f1ed/others.ids");
+        plant(&note, kind, &bed.victim());
+        let outside = bed.outside();
+        let payload = serde_json::json!({
+            "session_id": "7684f1ed-55e2-4a19-be34-6aa5a64f4b50",
+            "cwd": bed.ws(),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        });
+        let out = (bed.env.cmd().env_remove("COORD_DIR"))
+            .cwd(crate::support::outside())
+            .args(["hook", "claude"])
+            .stdin(payload.to_string())
+            .ok();
+        let context = json(&out)["hookSpecificOutput"]["additionalContext"].to_string();
+        assert!(
+            context.contains("mine") && !context.contains("theirs"),
+            "{kind:?}: {context}"
+        );
+        bed.assert_victim_untouched();
+        assert_eq!(bed.outside(), outside, "{kind:?}: wrote outside");
+    }
 }

@@ -435,7 +435,7 @@ fn hostile_message_files_and_read_marks() {
         ],
     });
     sweep(&Case {
-        target: ".coord/messages/read/claude/others",
+        target: ".coord/messages/read/claude/others.ids",
         setup: two_messages,
         age: 0,
         listed: never,
