@@ -50,6 +50,7 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let signals = Signals::listen().context("cannot install the signal handlers")?;
 
     let started = stamp::startup(&ws, partner, args.task.as_deref(), Some(host::pid()))?;
+    let started = started.with_active_agents(ws.root());
     let agent = AgentId::parse(&started.partner)?;
     let session_id = started.row.session_id.clone();
     if !ctx.quiet {

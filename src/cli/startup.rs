@@ -87,6 +87,7 @@ pub fn run_startup(args: StartupArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     coord::workspace::nested::register(ws.root());
     let partner = partner_choice(args.partner.as_deref(), ctx)?;
     let started = stamp::startup(&ws, partner, args.task.as_deref(), None)?;
+    let started = started.with_active_agents(ws.root());
     ctx.emit_lines(&started, || startup_lines(&started, args.mode));
     Ok(ExitCode::Success)
 }

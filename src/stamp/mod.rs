@@ -339,10 +339,20 @@ pub struct Startup {
     pub crashed: Vec<Crashed>,
     /// Other sessions on the stamp card that are online (heartbeat within 5 minutes).
     pub online: Vec<Row>,
-    /// Agents whose presence is ACTIVE, this one included.
+    /// Agents whose presence is ACTIVE, this one included ([`Startup::with_active_agents`]).
     pub active_agents: Vec<String>,
     /// Two or more agents are active: `coord handshake` is recommended.
     pub recommend_handshake: bool,
+}
+
+impl Startup {
+    /// With the agents active now and whether a handshake is recommended: what `coord startup`
+    /// and `coord session` tell, looked up for them only (a client's hook does not say it).
+    pub fn with_active_agents(mut self, root: &Path) -> Startup {
+        self.active_agents = active_agents(root, &clock::now());
+        self.recommend_handshake = self.active_agents.len() >= 2;
+        self
+    }
 }
 
 /// A row marked crashed.
@@ -433,7 +443,6 @@ pub fn startup(
         .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
         .cloned()
         .collect();
-    let active_agents = active_agents(root, &now);
     for c in &crashed {
         let event = Event::new(Kind::AgentCrashed, agent.id())
             .with("row_session", c.row.session_id.as_str())
@@ -448,11 +457,11 @@ pub fn startup(
     Ok(Startup {
         partner: agent.id().to_string(),
         picked,
-        recommend_handshake: active_agents.len() >= 2,
+        recommend_handshake: false,
         row,
         crashed,
         online,
-        active_agents,
+        active_agents: Vec::new(),
     })
 }
 
