@@ -31,6 +31,6 @@ fuzz_target!(|data: &[u8]| {
     for e in &entries {
         let _ = (e.holder(), e.ttl(), e.token(), e.process(), e.reason());
         let _ = lock::describe_problem(e);
-        let _ = lock_view(e, &ws, &now);
+        let _ = lock_view(e, &ws, &now, &coord::worktree::trees(root));
     }
 });
