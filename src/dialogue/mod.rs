@@ -74,7 +74,10 @@ impl Dialogue {
     }
 
     fn lock_mutex(&self) -> Result<Guard> {
-        Workspace::at(self.root.clone()).ensure_state_dir()?;
+        let ws = Workspace::at(self.root.clone());
+        ws.ensure_state_dir()?;
+        // Where no arbitration holds, refused naming the filesystem.
+        ws.require_arbitration()?;
         let policy = crate::arbiter::policy(&self.root)?;
         let path = layout::dialogue_mutex(&crate::worktree::shared_root(&self.root), &self.rel);
         Guard::take(&path, policy.arbitration, crate::arbiter::MUTEX_PATIENCE)

@@ -252,7 +252,7 @@ impl Drop for RcloneMount {
 /// Issue 26 item 20: on an rclone mount `link(2)` fails with EIO and an exclusive create is
 /// only exclusive within one mount, so no arbitration holds. `doctor` says so (arbitration
 /// `none`, a warning), and a command that would take a lock refuses with exit 1 and that
-/// reason — never a raw I/O error — leaving no lock file behind.
+/// reason, naming the filesystem — never a raw I/O error — leaving no lock file behind.
 #[test]
 fn an_rclone_mount_is_refused_with_the_reason() {
     let Some(mount) = RcloneMount::new() else {
@@ -290,6 +290,7 @@ fn an_rclone_mount_is_refused_with_the_reason() {
         &["-a", "alice", "msg", "send", "bob", "hello"],
         &["-a", "alice", "shutdown"],
         &["-a", "alice", "unlock"],
+        &["dialogue", "init", "--topic", "t"],
     ] {
         let (code, stdout, stderr) = coord(args);
         assert_eq!(code, Some(1), "{args:?}: {stdout}{stderr}");
@@ -310,7 +311,11 @@ fn an_rclone_mount_is_refused_with_the_reason() {
         !names.iter().any(|n| n.contains(".lock.")),
         "a lock file was left: {names:?}"
     );
-    for left in [".coord/messages", ".coord/folders"] {
+    for left in [
+        ".coord/messages",
+        ".coord/folders",
+        "agent-dialogue/conversation.md",
+    ] {
         assert!(!mnt.join(left).exists(), "{left} was left");
     }
 }
