@@ -547,6 +547,9 @@ const COPILOT: Adapter = Adapter {
         ("sessionStart", Kind::SessionStart, Hook::Every),
         ("preToolUse", Kind::BeforeTool, Hook::Every),
         ("postToolUse", Kind::AfterTool, Hook::Every),
+        // The user's prompt: the session's label, and its user answered. (Its `notification`
+        // also fires for a finished shell command, so it cannot say that the user is awaited.)
+        ("userPromptSubmitted", Kind::Other, Hook::Every),
         // The main agent stopped: its turn is over.
         ("agentStop", Kind::Stop, Hook::Every),
         ("sessionEnd", Kind::SessionEnd, Hook::Every),

@@ -188,6 +188,8 @@ e2e::scenario_tests! {
     two_copilot_sessions_are_two_agents_that_exclude_each_other =>
         two_sessions_exclude_each_other();
     copilot_session_end_finishes_the_presence => session_end_finishes_the_presence();
+    /// userPromptSubmitted, as Copilot CLI sends it, labels the session.
+    copilot_first_prompt_labels_the_session => first_prompt_labels_the_session();
     copilot_mcp_lock_and_own_edit_do_not_block_each_other => mcp_lock_and_own_edit();
     copilot_coord_lock_from_its_shell_acts_as_the_session =>
         shell_commands_act_as_the_session(true);

@@ -226,7 +226,7 @@ fn plugin_hooks_are_the_hooks_init_wires() {
         (
             ".github/hooks/coord.json",
             "copilot/coord/hooks/hooks.json",
-            5,
+            6,
         ),
         (".qwen/settings.json", "qwen/hooks/hooks.json", 5),
     ];

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{
-    Client, FakeModel, Finished, Repo, conversation_of, release, results, results_containing,
+    Client, FakeModel, Finished, Repo, Run, conversation_of, release, results, results_containing,
     session_holder, setup, setup_committed, start, start_calls, until,
 };
 
@@ -709,4 +709,39 @@ pub fn turn_end_releases_the_locks_while_the_session_lives(
     release(&second);
     run.ok();
     assert_eq!(repo.agents_of(&me), [(me.clone(), "FINISHED".to_string())]);
+}
+
+/// The user's prompt reaches coord through the client's own prompt event, as the client sends
+/// it: `coord status` labels the session with its first line (`prompt`, cut at 40 characters).
+pub fn first_prompt_labels_the_session(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    let end = repo.flag("end");
+    let prefix = format!("{}-", client.name());
+    let script =
+        client.script(serde_json::json!([{"write": [repo.abs("a.txt"), "a"]}, {"hold": end}]));
+    let mut run = Run::spawn(
+        client.session(&repo, &model, &script),
+        "session",
+        &repo.scratch(),
+    );
+    until(&mut run, "the session's edit", || {
+        repo.env.exists("a.txt") && !repo.agents_of(&prefix).is_empty()
+    });
+    let status: serde_json::Value = repo.env.cmd().args(["status", "--json"]).ok().json();
+    let agents = status["agents"].as_array().unwrap();
+    let me = agents
+        .iter()
+        .find(|a| a["agent"].as_str().unwrap().starts_with(&prefix));
+    let label = me
+        .and_then(|a| a["prompt"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    release(&end);
+    run.ok();
+    let words = script.split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown = label.trim_end_matches('…');
+    assert!(
+        !shown.is_empty() && words.starts_with(shown),
+        "the session's label is its prompt: {label:?} for {words:?}"
+    );
 }
