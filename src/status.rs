@@ -250,8 +250,13 @@ pub fn glance(ws: &Workspace) -> Status {
 
 /// What both views start from: the root, the agents as their presences say, every lock (those
 /// of removed work trees included; those made by hand found by a `walk`, or at hand), every claim,
-/// the dialogue and the files that cannot be read; and the agents' states and every lock judged.
-fn look(ws: &Workspace, now: &Timestamp, walk: bool) -> (Status, StateCache, Vec<LockEntry>) {
+/// the dialogue and the files that cannot be read; and the agents' states, every lock judged and
+/// the work trees (each reads its branch once, for the locks and the agents in it).
+fn look(
+    ws: &Workspace,
+    now: &Timestamp,
+    walk: bool,
+) -> (Status, StateCache, Vec<LockEntry>, Vec<Tree>) {
     let (presences, mut unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
     let hand = match walk {
@@ -259,11 +264,7 @@ fn look(ws: &Workspace, now: &Timestamp, walk: bool) -> (Status, StateCache, Vec
         false => lock::HandMade::AtHand(&presences),
     };
     let entries = lock::scan_judged(ws, &mut cache, now, hand);
-    // Read only for locks to place (the branch of each tree once).
-    let trees = match entries.is_empty() {
-        true => Vec::new(),
-        false => crate::worktree::trees(ws.root()),
-    };
+    let trees = crate::worktree::trees(ws.root());
     let locks = entries.iter().map(|e| lock_view(e, ws, now, &trees));
     let (claims, claims_unread) = lock::claim::judged_or_unreadable(ws.root(), &mut cache, now);
     unreadable.extend(lock::unreadable(&entries, ws));
@@ -277,7 +278,7 @@ fn look(ws: &Workspace, now: &Timestamp, walk: bool) -> (Status, StateCache, Vec
         dialogue: dialogue::summary(ws),
         ..Status::default()
     };
-    (st, cache, entries)
+    (st, cache, entries, trees)
 }
 
 /// How long a FINISHED agent stays in the view.
@@ -555,7 +556,7 @@ pub fn who(
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
-    let (mut st, mut cache, entries) = look(ws, &now, true);
+    let (mut st, mut cache, entries, trees) = look(ws, &now, true);
     let waiters = queue::waiters(ws.root());
     let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
     st.waits = (waiters.iter().enumerate())
@@ -603,7 +604,6 @@ pub fn collect(ws: &Workspace) -> Status {
     let holding = st.locks.iter().map(|l| l.agent.as_str());
     let holding = holding.chain(st.claims.iter().map(|c| c.agent.as_str()));
     settle_lock_status(&mut st.agents, holding, &waiters);
-    let trees = crate::worktree::trees(ws.root());
     let several = trees.len() > 1;
     st.shared_root = shared_root(ws.root()).display().to_string();
     for a in &mut st.agents {
