@@ -309,7 +309,9 @@ fn refuse_live_locks(
     }
     for top in tops {
         if crate::worktree::shared_root(top) == *top {
-            let claims = lock::claim::judged(top, &mut cache, &now).into_iter();
+            // Claims that cannot be read still hold: refused, as `coord lock` refuses them.
+            let claims = lock::claim::judged_patterns(top, &mut cache, &now)?;
+            let claims = claims.into_iter().map(|c| c.entry);
             live.extend(claims.filter(others).map(|e| (e, top.as_path())));
         }
     }

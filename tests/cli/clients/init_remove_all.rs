@@ -360,3 +360,25 @@ fn remove_all_refuses_a_live_lock_inside_a_submodule() {
         .ok();
     assert!(!lock.exists());
 }
+
+/// A claims file that cannot be read may hold other agents' live claims (`coord lock` refuses it
+/// for that): `init --remove --all` refuses too, naming it, and removes nothing.
+#[test]
+fn remove_all_refuses_a_claims_file_it_cannot_read() {
+    let (env, main, _) = repo_with_worktree();
+    coord(&env, &main, Some("alice"))
+        .args(["lock", "src/**"])
+        .ok();
+    // Grown past what coord reads (4 MiB): alice's claim is still in it.
+    let path = main.join(".coord/claims");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&format!("\nnote: {}\n", "x".repeat(5 * 1024 * 1024)));
+    std::fs::write(&path, &text).unwrap();
+    let before = everything(&env, &main);
+    coord(&env, &main, Some("bob"))
+        .args(["init", "--remove", "--all", "--yes"])
+        .code(1)
+        .stderr_has("error: cannot read")
+        .stderr_has(".coord/claims");
+    assert_eq!(everything(&env, &main), before, "something was removed");
+}
