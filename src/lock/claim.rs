@@ -90,7 +90,11 @@ pub fn read_all(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
 }
 
 /// [`judged`], a file that cannot be read an error.
-fn try_judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Result<Vec<LockEntry>> {
+pub(super) fn try_judged(
+    root: &Path,
+    cache: &mut StateCache,
+    now: &Timestamp,
+) -> Result<Vec<LockEntry>> {
     let mut all = read_all(root)?.0;
     classify(root, &mut all, cache, now);
     Ok(all)

@@ -154,7 +154,8 @@ pub(super) fn pattern_of(kind: Kind, text: &str) -> Pattern {
     }
 }
 
-/// `agent`'s record here of the claim (or lock) `text`, judged, when it has one.
+/// `agent`'s record here of the claim (or lock) `text`, judged, when it has one; an error when
+/// `.coord/claims` cannot be read (its claims still hold, unseen).
 pub(super) fn held_here(
     ws: &Workspace,
     agent: &str,
@@ -162,10 +163,10 @@ pub(super) fn held_here(
     text: &str,
     cache: &mut StateCache,
     now: &Timestamp,
-) -> Option<LockEntry> {
+) -> Result<Option<LockEntry>> {
     let root = ws.root();
     let mut found: Vec<LockEntry> = match kind {
-        Kind::Claim => claim::judged(root, cache, now),
+        Kind::Claim => claim::try_judged(root, cache, now)?,
         Kind::Lock => {
             let mut e = ws
                 .target_from_rel(text)
@@ -176,10 +177,10 @@ pub(super) fn held_here(
         }
     };
     found.retain(|e| e.agent == agent && e.file == text);
-    found.into_iter().next()
+    Ok(found.into_iter().next())
 }
 
-/// Whether `agent` holds `text` here, not STALE.
+/// Whether `agent` holds `text` here, not STALE (or may: `.coord/claims` cannot be read).
 fn live_here(
     ws: &Workspace,
     agent: &AgentId,
@@ -188,7 +189,8 @@ fn live_here(
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> bool {
-    held_here(ws, agent.id(), kind, text, cache, now).is_some_and(|e| e.state != LockState::Stale)
+    held_here(ws, agent.id(), kind, text, cache, now)
+        .map_or(true, |h| h.is_some_and(|e| e.state != LockState::Stale))
 }
 
 /// The text of our record `text`, refreshing `old`: a record published on the remote stays
@@ -442,8 +444,9 @@ pub(super) fn say_waiting(ws: &Workspace, agent: &AgentId, waiting: bool) {
     let old = presence::read(ws.root(), agent.id()).ok().flatten();
     let holds_claims = || {
         let mut cache = StateCache::default();
-        (claim::judged(ws.root(), &mut cache, &clock::now()).iter())
-            .any(|c| c.agent == agent.id() && c.state != LockState::Stale)
+        (claim::try_judged(ws.root(), &mut cache, &clock::now())).map_or(true, |all| {
+            (all.iter()).any(|c| c.agent == agent.id() && c.state != LockState::Stale)
+        })
     };
     let status = if waiting {
         LockStatus::Waiting

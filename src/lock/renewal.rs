@@ -127,7 +127,11 @@ impl Round {
             ..Round::default()
         };
         let there: Vec<&RemoteClaim> = view.claims.iter().filter(|c| c.mine).collect();
-        for (e, kind) in marked_here(ws, &cfg.remote, &mut cache, &now) {
+        let Ok(marked) = marked_here(ws, &cfg.remote, &mut cache, &now) else {
+            round.keep_unseen(&there, &now);
+            return Some(round);
+        };
+        for (e, kind) in marked {
             let (Some(token), agent) = (e.token(), e.agent.clone()) else {
                 continue;
             };
@@ -161,7 +165,7 @@ impl Round {
         for c in there.iter().filter(|c| c.lease_until > now) {
             let agent = &c.holder.agent;
             let here = held_here(ws, agent, c.kind, c.pattern.as_str(), &mut cache, &now);
-            if here.is_none_or(|e| e.state == LockState::Stale) {
+            if here.is_ok_and(|h| h.is_none_or(|e| e.state == LockState::Stale)) {
                 let pattern = pattern_of(c.kind, c.pattern.as_str());
                 round
                     .release
@@ -171,6 +175,28 @@ impl Round {
             }
         }
         Some(round)
+    }
+
+    /// `.coord/claims` cannot be read, so who holds what here is unknown: every record of this
+    /// clone there is kept, renewed when due, and none released (its holder may hold it still).
+    fn keep_unseen(&mut self, there: &[&RemoteClaim], now: &Timestamp) {
+        for c in there {
+            let held = Held {
+                kind: c.kind,
+                text: c.pattern.as_str().to_string(),
+                token: String::new(),
+                lease: remote::DEFAULT_LEASE,
+                reason: c.reason.clone(),
+            };
+            let agent = c.holder.agent.clone();
+            if due(&c.lease_until, held.lease, now) {
+                self.due
+                    .entry(agent.clone())
+                    .or_default()
+                    .push(held.clone());
+            }
+            self.live.entry(agent).or_default().push(held);
+        }
     }
 
     /// The records to release there, as (agent, pattern) pairs.
@@ -239,16 +265,16 @@ fn due(until: &Timestamp, lease: Duration, now: &Timestamp) -> bool {
 }
 
 /// This clone's claims and locks marked as published through `remote`, judged, each with its
-/// kind.
+/// kind; an error when `.coord/claims` cannot be read.
 fn marked_here(
     ws: &Workspace,
     remote: &str,
     cache: &mut StateCache,
     now: &Timestamp,
-) -> Vec<(LockEntry, Kind)> {
+) -> Result<Vec<(LockEntry, Kind)>> {
     let root = ws.root();
     let ours = |e: &LockEntry| e.field(MARK) == Some(remote);
-    let mut out: Vec<(LockEntry, Kind)> = (claim::judged(root, cache, now).into_iter())
+    let mut out: Vec<(LockEntry, Kind)> = (claim::try_judged(root, cache, now)?.into_iter())
         .filter(|e| ours(e))
         .map(|e| (e, Kind::Claim))
         .collect();
@@ -262,7 +288,7 @@ fn marked_here(
         classify(root, &mut found, cache, now);
         out.extend(found.into_iter().map(|e| (e, Kind::Lock)));
     }
-    out
+    Ok(out)
 }
 
 /// The record of `h` is gone from the remote and nobody holds its paths there (the remote's
@@ -271,7 +297,7 @@ fn marked_here(
 /// another clone, it is lost.
 fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<()> {
     let mut cache = StateCache::default();
-    let here = held_here(ws, agent.id(), h.kind, &h.text, &mut cache, &clock::now());
+    let here = held_here(ws, agent.id(), h.kind, &h.text, &mut cache, &clock::now())?;
     let still = here.is_some_and(|e| e.state != LockState::Stale && e.token() == Some(&h.token));
     if !still {
         return Ok(());

@@ -496,6 +496,45 @@ fn a_killed_holder_is_released_there_by_its_clone() {
     coord(&t.env, &b, "bob").arg("unlock").ok();
 }
 
+/// A clone whose `.coord/claims` cannot be read (grown past what coord reads): who holds its
+/// claims there is unknown, so its renewer keeps renewing them and releases none; another
+/// clone is still refused past the lease, and once the file is readable the unlock frees it.
+#[test]
+fn a_claims_file_that_cannot_be_read_keeps_its_claims_held_there() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--ttl", "3s"])
+        .ok();
+    eventually("alice's clone runs its renewer", || {
+        a.join(".coord/remote/renewer.pid").exists()
+    });
+    let path = a.join(".coord/claims");
+    let kept = std::fs::read(&path).unwrap();
+    let mut grown = kept.clone();
+    grown.extend(format!("\nnote: {}\n", "x".repeat(5 * 1024 * 1024)).bytes());
+    std::fs::write(&path, &grown).unwrap();
+    // Past the lease, and past two looks of the renewer.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice on ");
+    assert_eq!(
+        on_remote(&t, &b),
+        vec![("src/**".to_string(), "alice".to_string())]
+    );
+    std::fs::write(&path, &kept).unwrap();
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--wait", "30s"])
+        .ok();
+    coord(&t.env, &b, "bob").arg("unlock").ok();
+}
+
 /// The remote's claims wiped (`refs/coord/claims` deleted by hand): the renewer of a clone whose
 /// holder still holds its claim publishes it again, and the other clones see it held.
 #[test]
