@@ -89,7 +89,8 @@ pub fn read_all(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
     Ok((all, others))
 }
 
-/// [`judged`], a file that cannot be read an error.
+/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent;
+/// a file that cannot be read is an error (its claims still hold).
 pub(super) fn try_judged(
     root: &Path,
     cache: &mut StateCache,
@@ -100,13 +101,7 @@ pub(super) fn try_judged(
     Ok(all)
 }
 
-/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent
-/// (none from a file that cannot be read: the commands that take or release refuse it).
-pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
-    try_judged(root, cache, now).unwrap_or_default()
-}
-
-/// [`judged`], with each pattern parsed; a file that cannot be read is an error.
+/// Every claim, judged as of `now`, with its pattern; a file that cannot be read is an error.
 pub fn judged_patterns(
     root: &Path,
     cache: &mut StateCache,
