@@ -9,7 +9,7 @@ use crate::lock::queue;
 use crate::lock::{self, DEFAULT_TTL, LockRequest, Owner};
 use crate::message;
 use crate::presence::{self, AgentState, Update};
-use crate::stamp::{self, Partner, Scope};
+use crate::stamp::{self, Scope};
 use crate::status;
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -454,13 +454,7 @@ fn session_start(
     pid: Option<u32>,
 ) -> Result<Reply> {
     ws.ensure_state_dir()?;
-    if !pid
-        .map(|pid| stamp::rejoin(ws, agent, pid))
-        .transpose()?
-        .unwrap_or(false)
-    {
-        stamp::startup(ws, Partner::Named(agent.clone()), None, pid)?;
-    }
+    stamp::clock_in(ws, agent, pid)?;
     Ok(Reply::Context(context(ws, agent, client)))
 }
 

@@ -220,6 +220,11 @@ fn has_index(root: &Path) -> bool {
 /// those written by hand above the counter (the next ids up); without the index or the counter,
 /// every row. The card is not listed: its rows of earlier sessions cost a hook nothing.
 pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
+    open_rows_above(root, read_counter(root))
+}
+
+/// [`open_rows`], the counter read already (`counter`).
+fn open_rows_above(root: &Path, counter: Option<u64>) -> (Vec<Row>, Vec<Unreadable>) {
     let indexed = has_index(root)
         .then(|| fsutil::list_names(&layout::partners_open_dir(&shared_root(root))).ok())
         .flatten();
@@ -227,7 +232,7 @@ pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
         None => scan(root),
         Some(names) => {
             let listed = names.iter().filter_map(|name| name.to_str()?.parse().ok());
-            let above: Vec<u64> = match read_counter(root) {
+            let above: Vec<u64> = match counter {
                 Some(counted) => ids_above(root, counted).collect(),
                 None => row_ids(root).collect(),
             };
@@ -265,28 +270,43 @@ fn read_counter(root: &Path) -> Option<u64> {
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
 }
 
-/// Make the index of open rows from the whole card when it is not there yet (a card written
-/// before it). Something else in its place is left alone. Caller holds the mutex.
+/// Make the card's folder, and the index of open rows from the whole card when it is not there
+/// yet (a card written before it); something else in the index's place is left alone. A card
+/// where the index cannot be made is read whole. Caller holds the mutex.
 fn ensure_index(root: &Path) -> Result<()> {
-    let dir = layout::partners_open_dir(&shared_root(root));
-    if fs::symlink_metadata(&dir).is_ok() {
+    let shared = shared_root(root);
+    let (card, dir) = (
+        layout::partners_dir(&shared),
+        layout::partners_open_dir(&shared),
+    );
+    let indexed = fs::symlink_metadata(&dir).is_ok();
+    if !indexed || fsutil::linked_state_folder(&card, true).is_some() {
+        // Refuses a card folder that is a symlink.
+        fsutil::ensure_dir(&card)?;
+    }
+    if indexed {
         return Ok(());
     }
     // Built under a fixed temporary name (one builder at a time: the mutex; what a killed
     // builder left is built on) and renamed into place: a reader sees no index or a whole one.
-    let tmp = layout::partners_dir(&shared_root(root)).join(".open.tmp");
-    fsutil::ensure_dir(&tmp)?;
-    let (rows, _) = scan(root);
-    for r in rows.iter().filter(|r| r.status != RowStatus::Offline) {
-        fsutil::empty_marker(&tmp.join(r.id.to_string()))?;
-    }
-    fsutil::rename(&tmp, &dir)
+    let build = || {
+        let tmp = card.join(".open.tmp");
+        fsutil::ensure_dir(&tmp)?;
+        let (rows, _) = scan(root);
+        for r in rows.iter().filter(|r| r.status != RowStatus::Offline) {
+            fsutil::empty_marker(&tmp.join(r.id.to_string()))?;
+        }
+        fsutil::rename(&tmp, &dir)
+    };
+    let _ = build();
+    Ok(())
 }
 
-/// The next row id, bumping the counter: the first id above it without a row file (a lost
-/// counter is recounted from the card, so no id is handed out twice). Caller holds the mutex.
-fn next_id(root: &Path) -> Result<u64> {
-    let counted = read_counter(root).unwrap_or_else(|| row_ids(root).max().unwrap_or(0));
+/// The next row id, bumping the counter (`counter`, as read): the first id above it without a
+/// row file (a lost counter is recounted from the card, so no id is handed out twice). Caller
+/// holds the mutex.
+fn next_id(root: &Path, counter: Option<u64>) -> Result<u64> {
+    let counted = counter.unwrap_or_else(|| row_ids(root).max().unwrap_or(0));
     let id = ids_above(root, counted)
         .last()
         .unwrap_or(counted)
@@ -372,19 +392,55 @@ pub fn startup(
     task: Option<&str>,
     pid: Option<u32>,
 ) -> Result<Startup> {
-    let root = ws.root();
     let _mutex = ws.lock_mutex()?;
-    fsutil::ensure_dir(&layout::partners_dir(&shared_root(root)))?;
-    // A card where the index cannot be made is read whole.
-    let _ = ensure_index(root);
+    ensure_index(ws.root())?;
+    let counter = read_counter(ws.root());
+    let rows = open_rows_above(ws.root(), counter).0;
+    start(ws, partner, task, pid, rows, counter)
+}
+
+/// A client's session start: clock in again the `online` row of the client's process `pid` on
+/// this host (a resumed session stays one row), or clock in, under one hold of the mutex.
+pub fn clock_in(ws: &Workspace, agent: &AgentId, pid: Option<u32>) -> Result<()> {
+    let _mutex = ws.lock_mutex()?;
+    ensure_index(ws.root())?;
+    let counter = read_counter(ws.root());
+    let rows = open_rows_above(ws.root(), counter).0;
+    let ours = |r: &&Row| {
+        r.partner_name == agent.id()
+            && r.status == RowStatus::Online
+            && r.pid.is_some_and(|p| Some(p) == pid)
+            && r.host.as_deref() == Some(host::hostname())
+    };
+    let Some(row) = rows.iter().find(ours) else {
+        let named = Partner::Named(agent.clone());
+        return start(ws, named, None, pid, rows, counter).map(drop);
+    };
+    refresh_partner(ws.root(), agent, Some(&row.session_id), false)?;
+    let active = Update {
+        finished: Some(false),
+        ..Default::default()
+    };
+    presence::write(ws.root(), agent, &active).map(drop)
+}
+
+/// Clock in among the open `rows` (the counter read: `counter`). Caller holds the mutex.
+fn start(
+    ws: &Workspace,
+    partner: Partner,
+    task: Option<&str>,
+    pid: Option<u32>,
+    rows: Vec<Row>,
+    counter: Option<u64>,
+) -> Result<Startup> {
+    let root = ws.root();
     // A picked name must be free of every row, not only of the open ones.
     let (agent, picked) = match partner {
         Partner::Named(a) => (a, false),
         Partner::New => (AgentId::parse(&free_name(root, &scan(root).0))?, true),
     };
-    let (rows, _) = open_rows(root);
     // Open rows written by hand above the counter, which it is about to pass, join the index.
-    let counted = read_counter(root).unwrap_or(0);
+    let counted = counter.unwrap_or(0);
     (rows.iter().filter(|r| r.id > counted)).try_for_each(|r| index_row(root, r))?;
     let now = clock::now();
     let now_s = clock::format_timestamp(&now);
@@ -399,7 +455,7 @@ pub fn startup(
         }
     }
 
-    let id = next_id(root)?;
+    let id = next_id(root, counter)?;
     let task = task.map(crate::record::one_line);
     let task = task.filter(|t| !t.is_empty());
     let row = Row {
@@ -463,26 +519,6 @@ pub fn startup(
         online,
         active_agents: Vec::new(),
     })
-}
-
-/// Clock in again `agent`'s `online` row of process `pid` on this host, so that a resumed
-/// session stays one row: refreshed, presence ACTIVE (`false`: none, the caller clocks in).
-pub fn rejoin(ws: &Workspace, agent: &AgentId, pid: u32) -> Result<bool> {
-    let _mutex = ws.lock_mutex()?;
-    let Some(row) = open_rows(ws.root()).0.into_iter().find(|r| {
-        r.partner_name == agent.id()
-            && r.status == RowStatus::Online
-            && r.pid == Some(pid)
-            && r.host.as_deref() == Some(host::hostname())
-    }) else {
-        return Ok(false);
-    };
-    refresh_partner(ws.root(), agent, Some(&row.session_id), false)?;
-    let active = Update {
-        finished: Some(false),
-        ..Default::default()
-    };
-    presence::write(ws.root(), agent, &active).map(|_| true)
 }
 
 /// Refresh session `session_id`'s `last_heartbeat` (a crashed row comes back) and the presence.
