@@ -101,24 +101,23 @@ pub struct Session {
     pub process: Option<ClientProcess>,
 }
 
-/// One registration file, as read: the session it names, its process and its host.
-fn registration(path: &Path) -> Option<(Session, ClientProcess, String)> {
+/// One registration file, as read: the session it names (with its process) and its host.
+fn registration(path: &Path) -> Option<(Session, String)> {
     let bytes = fsutil::read_capped(path, RECORD_CAP).ok()?;
     let rec = Record::parse(&String::from_utf8_lossy(&bytes));
     let client = Client::parse(rec.get_nonempty("client")?)?;
     let id = rec.get_nonempty("session")?.to_string();
-    let process = ClientProcess {
-        pid: rec.get_nonempty("pid")?.parse().ok()?,
-        start: rec.get_nonempty("pid_start")?.parse().ok()?,
-    };
     let session = Session {
         agent: agent_for(client, &id)?,
         client,
         id,
         via: "process tree".into(),
-        process: Some(process),
+        process: Some(ClientProcess {
+            pid: rec.get_nonempty("pid")?.parse().ok()?,
+            start: rec.get_nonempty("pid_start")?.parse().ok()?,
+        }),
     };
-    Some((session, process, rec.get_nonempty("host")?.to_string()))
+    Some((session, rec.get_nonempty("host")?.to_string()))
 }
 
 /// The session this process runs in, if any: `from_tree`, else the client's session variable,
@@ -127,11 +126,10 @@ pub fn current(root: &Path) -> Option<Session> {
     from_tree(root).or_else(|| {
         let (var, client, id) = env_session()?;
         let agent = agent_for(client, &id)?;
-        let process = this_host(root)
-            .into_iter()
-            .find_map(|(_, (s, process, _))| {
-                (s.client == client && s.id == id && process.alive()).then_some(process)
-            });
+        let process = (this_host(root).into_iter()).find_map(|(_, s)| {
+            s.process
+                .filter(|p| s.client == client && s.id == id && p.alive())
+        });
         Some(Session {
             client,
             id,
@@ -151,8 +149,9 @@ fn from_tree(root: &Path) -> Option<Session> {
     host::ancestors()
         .take_while(|&pid| pid > 1)
         .find_map(|pid| {
-            let (session, process, host) = registration(&session_path(root, pid))?;
-            (host == host::hostname() && process.pid == pid && process.alive()).then_some(session)
+            let (session, host) = registration(&session_path(root, pid))?;
+            let live = session.process.is_some_and(|p| p.pid == pid && p.alive());
+            (host == host::hostname() && live).then_some(session)
         })
 }
 
@@ -175,7 +174,7 @@ pub fn runs_in() -> Option<crate::lock::ClientSession> {
 
 /// The registration files of this host that can be read, with what each holds: named with its
 /// tag and saying its name (two hosts' names may share a tag).
-fn this_host(root: &Path) -> Vec<(PathBuf, (Session, ClientProcess, String))> {
+fn this_host(root: &Path) -> Vec<(PathBuf, Session)> {
     let tag = host::host_tag();
     let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     let Ok(entries) = fsutil::read_dir(&dir) else {
@@ -189,8 +188,10 @@ fn this_host(root: &Path) -> Vec<(PathBuf, (Session, ClientProcess, String))> {
                 .and_then(layout::parse_session_name)
                 .is_some_and(|(t, _)| t == tag)
         })
-        .filter_map(|e| Some((e.path(), registration(&e.path())?)))
-        .filter(|(_, (_, _, host))| host == host::hostname())
+        .filter_map(|e| {
+            let (session, host) = registration(&e.path())?;
+            (host == host::hostname()).then(|| (e.path(), session))
+        })
         .collect()
 }
 
@@ -198,19 +199,12 @@ fn this_host(root: &Path) -> Vec<(PathBuf, (Session, ClientProcess, String))> {
 /// when that is a shell: a hook run by hand must not make the terminal a client session.
 pub fn hook_client_process() -> Option<ClientProcess> {
     let parent = host::invoker();
-    let parent_name = host::command_name(parent);
-    let (pid, name) = if parent_name
-        .as_deref()
-        .is_some_and(|name| is_shell_c(parent, name))
-    {
-        let pid = host::parent_of_pid(parent)?;
-        (pid, host::command_name(pid))
-    } else {
-        // The client itself (a shell that ran `exec coord …` became coord).
-        (parent, parent_name)
+    // Else the client itself (a shell that ran `exec coord …` became coord).
+    let pid = match is_shell_c(parent) {
+        true => host::parent_of_pid(parent)?,
+        false => parent,
     };
-    let shell = name.is_some_and(|n| SHELLS.contains(&n.as_str()));
-    (pid > 1 && !shell)
+    (pid > 1 && !is_shell(pid))
         .then(|| ClientProcess::of(pid))
         .flatten()
 }
@@ -228,8 +222,12 @@ const SHELLS: [&str; 9] = [
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
 ];
 
-/// Whether process `pid` named `name` is a shell running `-c` (or `-lc`): how clients run hooks.
-fn is_shell_c(pid: u32, name: &str) -> bool {
+fn is_shell(pid: u32) -> bool {
+    host::command_name(pid).is_some_and(|name| SHELLS.contains(&name.as_str()))
+}
+
+/// Whether process `pid` is a shell running `-c` (or `-lc`): how clients run hooks.
+fn is_shell_c(pid: u32) -> bool {
     let runs_c = |a: &String| {
         a.strip_prefix('-').is_some_and(|opts| {
             !opts.starts_with('-')
@@ -237,8 +235,7 @@ fn is_shell_c(pid: u32, name: &str) -> bool {
                 && opts.bytes().all(|b| b.is_ascii_alphabetic())
         })
     };
-    SHELLS.contains(&name)
-        && host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(runs_c))
+    is_shell(pid) && host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(runs_c))
 }
 
 /// Record that the session `id` of `client` runs in `process` (unless already recorded), and
@@ -252,10 +249,10 @@ pub fn register(
 ) -> Result<()> {
     let root = ws.root();
     let path = session_path(root, process.pid);
-    if let Some((s, p, _)) = registration(&path)
+    if let Some((s, _)) = registration(&path)
         && s.client == client
         && s.id == id
-        && p == process
+        && s.process == Some(process)
     {
         return Ok(());
     }
@@ -271,8 +268,8 @@ pub fn register(
     rec.set("registered_at", clock::now_string());
     fsutil::replace(&path, rec.render().as_bytes())?;
     // Registrations of this host whose process is gone (best effort).
-    for (path, (_, process, _)) in this_host(root) {
-        if !process.alive() {
+    for (path, s) in this_host(root) {
+        if s.process.is_some_and(|p| !p.alive()) {
             let _ = fsutil::remove(&path);
         }
     }

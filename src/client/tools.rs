@@ -103,14 +103,14 @@ pub fn cursor_normalize(payload: Value) -> Value {
         p.insert("cwd".into(), root);
     }
     let event = event.unwrap_or_default();
-    let mut tool = |name: &str, key: &str, from: &str| {
-        let v = p.get(from).cloned().unwrap_or(Value::Null);
+    let mut tool = |name: &str, key: &str| {
+        let v = p.get(key).cloned().unwrap_or(Value::Null);
         p.insert("tool_name".into(), json!(name));
         p.insert("tool_input".into(), json!({ key: v }));
     };
     match event.as_str() {
-        "beforeShellExecution" | "afterShellExecution" => tool(CURSOR_SHELL, "command", "command"),
-        "afterFileEdit" => tool("Write", "file_path", "file_path"),
+        "beforeShellExecution" | "afterShellExecution" => tool(CURSOR_SHELL, "command"),
+        "afterFileEdit" => tool("Write", "file_path"),
         "stop" => {
             let again = p.get("loop_count").and_then(Value::as_u64).unwrap_or(0) > 0;
             p.insert("stop_hook_active".into(), json!(again));
@@ -147,7 +147,7 @@ pub fn windsurf_normalize(payload: Value) -> Value {
                 if let Some(cwd) = str_field(&info, &["cwd"]) {
                     p.entry("cwd").or_insert(json!(cwd));
                 }
-                let command = info.get("command_line").cloned().unwrap_or(Value::Null);
+                let command = info["command_line"].clone();
                 p.insert("tool_input".into(), json!({ "command": command }));
             }
             _ => {}
