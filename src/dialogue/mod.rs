@@ -34,7 +34,7 @@ fn refused(why: Refusal, message: impl Into<String>, hint: impl Into<String>) ->
 /// One dialogue folder inside a workspace.
 #[derive(Debug, Clone)]
 pub struct Dialogue {
-    root: PathBuf,
+    ws: Workspace,
     /// The folder, absolute.
     pub folder: PathBuf,
     /// The folder, relative to the root.
@@ -45,7 +45,7 @@ impl Dialogue {
     /// The dialogue in `folder` (already confined to the workspace).
     pub fn new(ws: &Workspace, Target { rel, abs }: Target) -> Dialogue {
         Dialogue {
-            root: ws.root().to_path_buf(),
+            ws: ws.clone(),
             folder: abs,
             rel,
         }
@@ -74,12 +74,11 @@ impl Dialogue {
     }
 
     fn lock_mutex(&self) -> Result<Guard> {
-        let ws = Workspace::at(self.root.clone());
-        ws.ensure_state_dir()?;
+        self.ws.ensure_state_dir()?;
         // Where no arbitration holds, refused naming the filesystem.
-        ws.require_arbitration()?;
-        let policy = crate::arbiter::policy(&self.root)?;
-        let path = layout::dialogue_mutex(&crate::worktree::shared_root(&self.root), &self.rel);
+        self.ws.require_arbitration()?;
+        let policy = crate::arbiter::policy(self.ws.root())?;
+        let path = layout::dialogue_mutex(&crate::worktree::shared_root(self.ws.root()), &self.rel);
         Guard::take(&path, policy.arbitration, crate::arbiter::MUTEX_PATIENCE)
     }
 
@@ -300,7 +299,7 @@ impl Dialogue {
             self.start(topic, p, &p[0], commands.lines)?;
         }
         lock.release()?;
-        let rel = dir.strip_prefix(&self.root).unwrap_or(&dir);
+        let rel = dir.strip_prefix(self.ws.root()).unwrap_or(&dir);
         Ok(rel.display().to_string())
     }
 
