@@ -242,12 +242,8 @@ impl Dialogue {
         let cmd = UserCommand::from_arg(text, &self.snapshot()?.participants)?;
         let line = cmd.render();
         let mutex = self.lock_mutex()?;
-        let path = self.path(COMMANDS);
-        fsutil::create_new(&path, b"")?;
-        let (existing, _) = self.read_small(COMMANDS)?.unwrap_or_default();
-        let unended = !existing.is_empty() && !existing.ends_with('\n');
-        let lead = if unended { "\n" } else { "" };
-        fsutil::append_durable(&path, format!("{lead}{line}\n").as_bytes())?;
+        // On a line of its own, after a last line written by hand without its newline.
+        fsutil::append_line_durable_numbered(&self.path(COMMANDS), line.as_bytes())?;
         if let UserCommand::SwitchTopic(topic) = &cmd
             && let Ok(Some((text, _))) = self.read_small(STATUS)
             && let Ok(mut doc) = StatusDoc::parse(&text)
