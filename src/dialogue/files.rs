@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Result};
 use crate::host;
+use crate::workspace::is_valid_agent_id;
 
 /// The id reserved for the human observer.
 pub const USER: &str = "USER";
@@ -21,13 +22,9 @@ const HEADER_START: &str = "## Message #";
 /// Seed 002: a `lock.txt` that "exists for >60 seconds" is stale.
 const LOCK_STALE_AFTER: Duration = Duration::from_secs(60);
 
-/// Validate a dialogue id (`AGENT-1`, `claude`, `Agent_2`), keeping its spelling.
+/// Validate a dialogue id (`AGENT-1`, `claude`, `Agent_2`): an agent id in any case, as spelled.
 pub fn validate_id(id: &str) -> Result<String> {
-    let part = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
-    if (1..=32).contains(&id.len())
-        && id.as_bytes()[0].is_ascii_alphanumeric()
-        && id.bytes().all(part)
-    {
+    if is_valid_agent_id(&id.to_ascii_lowercase()) {
         return Ok(id.to_string());
     }
     Err(Error::bad_input(format!(

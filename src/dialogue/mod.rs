@@ -34,7 +34,7 @@ fn refused(why: Refusal, message: impl Into<String>, hint: impl Into<String>) ->
 /// One dialogue folder inside a workspace.
 #[derive(Debug, Clone)]
 pub struct Dialogue {
-    root: PathBuf,
+    ws: Workspace,
     /// The folder, absolute.
     pub folder: PathBuf,
     /// The folder, relative to the root.
@@ -45,7 +45,7 @@ impl Dialogue {
     /// The dialogue in `folder` (already confined to the workspace).
     pub fn new(ws: &Workspace, Target { rel, abs }: Target) -> Dialogue {
         Dialogue {
-            root: ws.root().to_path_buf(),
+            ws: ws.clone(),
             folder: abs,
             rel,
         }
@@ -74,12 +74,11 @@ impl Dialogue {
     }
 
     fn lock_mutex(&self) -> Result<Guard> {
-        let ws = Workspace::at(self.root.clone());
-        ws.ensure_state_dir()?;
+        self.ws.ensure_state_dir()?;
         // Where no arbitration holds, refused naming the filesystem.
-        ws.require_arbitration()?;
-        let policy = crate::arbiter::policy(&self.root)?;
-        let path = layout::dialogue_mutex(&crate::worktree::shared_root(&self.root), &self.rel);
+        self.ws.require_arbitration()?;
+        let policy = crate::arbiter::policy(self.ws.root())?;
+        let path = layout::dialogue_mutex(&crate::worktree::shared_root(self.ws.root()), &self.rel);
         Guard::take(&path, policy.arbitration, crate::arbiter::MUTEX_PATIENCE)
     }
 
@@ -243,12 +242,8 @@ impl Dialogue {
         let cmd = UserCommand::from_arg(text, &self.snapshot()?.participants)?;
         let line = cmd.render();
         let mutex = self.lock_mutex()?;
-        let path = self.path(COMMANDS);
-        fsutil::create_new(&path, b"")?;
-        let (existing, _) = self.read_small(COMMANDS)?.unwrap_or_default();
-        let unended = !existing.is_empty() && !existing.ends_with('\n');
-        let lead = if unended { "\n" } else { "" };
-        fsutil::append_durable(&path, format!("{lead}{line}\n").as_bytes())?;
+        // On a line of its own, after a last line written by hand without its newline.
+        fsutil::append_line_durable_numbered(&self.path(COMMANDS), line.as_bytes())?;
         if let UserCommand::SwitchTopic(topic) = &cmd
             && let Ok(Some((text, _))) = self.read_small(STATUS)
             && let Ok(mut doc) = StatusDoc::parse(&text)
@@ -300,7 +295,7 @@ impl Dialogue {
             self.start(topic, p, &p[0], commands.lines)?;
         }
         lock.release()?;
-        let rel = dir.strip_prefix(&self.root).unwrap_or(&dir);
+        let rel = dir.strip_prefix(self.ws.root()).unwrap_or(&dir);
         Ok(rel.display().to_string())
     }
 

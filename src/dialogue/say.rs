@@ -146,7 +146,7 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
         .with("folder", d.rel.as_str())
         .with("number", number)
         .with("next", next.as_str());
-    history::record(&d.root, event);
+    history::record(d.ws.root(), event);
     Ok(SayOutcome {
         number,
         speaker,

@@ -15,14 +15,8 @@ use crate::error::{Error, Result};
 macro_rules! names {
     ($(#[$doc:meta])* $name:ident { $($var:ident = $s:literal: $vdoc:literal,)+ }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum $name { $(#[doc = $vdoc] $var,)+ }
-
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+        pub enum $name { $(#[doc = $vdoc] #[serde(rename = $s)] $var,)+ }
 
         impl $name {
             /// Every name, in the seed's order.
