@@ -15,7 +15,6 @@ use crate::error::{Error, Result};
 pub(crate) enum Block {
     Meta,
     Current,
-    /// A step the tracker has, by number.
     Step(u32),
 }
 
@@ -116,7 +115,13 @@ impl Tracker {
         let fields = match block {
             Block::Meta => self.index.meta.clone(),
             Block::Current => self.index.current.clone(),
-            Block::Step(n) => self.view.steps[n as usize - 1].fields.clone(),
+            Block::Step(n) => {
+                let step = self.view.steps.get((n as usize).wrapping_sub(1));
+                let step = step.ok_or_else(|| Error::Failed {
+                    message: format!("`{}` has no step {n:02}", self.path.display()),
+                })?;
+                step.fields.clone()
+            }
         };
         let mut extra = Vec::new();
         for (key, value) in values {
@@ -215,10 +220,12 @@ impl Tracker {
         }
     }
 
-    /// Remove (and return) the first `count` steps, renumbering the rest and their prompts from 01
-    /// (the tracker has more than `count`).
+    /// Remove (and return) the first `count` steps, renumbering the rest and their prompts from 01.
     pub(crate) fn take_first_steps(&mut self, count: usize) -> Result<Vec<String>> {
         let heads: Vec<usize> = self.view.steps.iter().map(|s| s.at).collect();
+        if heads.len() <= count {
+            return Ok(Vec::new());
+        }
         // Renumber on the old indices first: the parser insists on steps numbered from 01.
         for (i, &h) in heads[count..].iter().enumerate() {
             self.lines[h] = renumber_heading(&self.lines[h], i as u32 + 1);
