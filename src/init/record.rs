@@ -13,15 +13,13 @@ use crate::layout;
 
 /// The record (an unreadable one reads as empty: removal then works from the files alone).
 #[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub(super) struct Record {
     /// `coord init` created `.coord/`.
-    #[serde(default)]
     pub state_dir: bool,
     /// Folders `coord init` created, relative to the root, parents first.
-    #[serde(default)]
     pub dirs: Vec<String>,
     /// Per file (relative to the root): its content before and after.
-    #[serde(default)]
     pub files: BTreeMap<String, Entry>,
 }
 
