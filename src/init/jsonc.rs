@@ -23,13 +23,13 @@ fn options() -> ParseOptions {
     }
 }
 
-/// `text` with `merge` applied, comments kept; `Ok(None)` when nothing changes; `Err`: why the
-/// text is not JSON with comments, or `merge`'s refusal.
+/// `text` with `merge` applied, comments kept; `Err`: why the text is not JSON with comments,
+/// or `merge`'s refusal.
 pub(super) fn merge(
     text: &str,
     rel: &str,
     merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
-) -> std::result::Result<Option<String>, String> {
+) -> std::result::Result<String, String> {
     let root = CstRootNode::parse(text, &options()).map_err(|e| e.to_string())?;
     let (Some(obj), Some(Value::Object(old))) = (root.object_value(), root.to_serde_value()) else {
         return Err("the top level is not an object".into());
@@ -37,10 +37,10 @@ pub(super) fn merge(
     let mut new = old.clone();
     merge(&mut new, rel).map_err(|e| e.to_string())?;
     if new == old {
-        return Ok(None);
+        return Ok(text.to_string());
     }
     add(&obj, &old, &new);
-    Ok(Some(root.to_string()))
+    Ok(root.to_string())
 }
 
 /// Write into `obj` (whose value was `old`) what `new` adds or changes.
@@ -96,7 +96,6 @@ mod tests {
             doc.insert("mcpServers".into(), json!({"coord": {"command": "coord"}}));
             Ok(())
         })
-        .unwrap()
         .unwrap();
         for comment in ["// my theme", "/* inline */", "// none yet"] {
             assert!(out.contains(comment), "{out}");
@@ -106,7 +105,7 @@ mod tests {
         assert_eq!(back["hooks"]["BeforeTool"][0]["matcher"], "x");
         assert_eq!(back["mcpServers"]["coord"]["command"], "coord");
         assert_eq!(back["theme"], "Dracula");
-        assert!(merge(&out, "s.json", |_, _| Ok(())).unwrap().is_none());
+        assert_eq!(merge(&out, "s.json", |_, _| Ok(())).unwrap(), out);
     }
 
     #[test]

@@ -489,9 +489,7 @@ impl Wiring {
                     let why = format!("{e}; {why}");
                     invalid(rel, "JSON, even allowing comments", why, "coord init")
                 })?;
-                if let Some(new) = new {
-                    self.record(path, old, new.into_bytes());
-                }
+                self.record(path, old, new.into_bytes());
                 return Ok(());
             }
             Err(e) => return Err(invalid(rel, "JSON", e, "coord init")),
