@@ -27,15 +27,14 @@ fn options() -> ParseOptions {
 /// or `merge`'s refusal.
 pub(super) fn merge(
     text: &str,
-    rel: &str,
-    merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
+    merge: impl FnOnce(&mut Map<String, Value>) -> Result<()>,
 ) -> std::result::Result<String, String> {
     let root = CstRootNode::parse(text, &options()).map_err(|e| e.to_string())?;
     let (Some(obj), Some(Value::Object(old))) = (root.object_value(), root.to_serde_value()) else {
         return Err("the top level is not an object".into());
     };
     let mut new = old.clone();
-    merge(&mut new, rel).map_err(|e| e.to_string())?;
+    merge(&mut new).map_err(|e| e.to_string())?;
     if new == old {
         return Ok(text.to_string());
     }
@@ -88,7 +87,7 @@ mod tests {
     #[test]
     fn comments_survive_and_additions_land() {
         let text = "{\n  // my theme\n  \"theme\": \"Dracula\", /* inline */\n  \"hooks\": {\n    \"BeforeTool\": [] // none yet\n  }\n}\n";
-        let out = merge(text, "s.json", |doc, _| {
+        let out = merge(text, |doc| {
             doc["hooks"]["BeforeTool"]
                 .as_array_mut()
                 .unwrap()
@@ -105,12 +104,12 @@ mod tests {
         assert_eq!(back["hooks"]["BeforeTool"][0]["matcher"], "x");
         assert_eq!(back["mcpServers"]["coord"]["command"], "coord");
         assert_eq!(back["theme"], "Dracula");
-        assert_eq!(merge(&out, "s.json", |_, _| Ok(())).unwrap(), out);
+        assert_eq!(merge(&out, |_| Ok(())).unwrap(), out);
     }
 
     #[test]
     fn trailing_commas_are_refused_as_the_client_refuses_them() {
-        let refused = merge("{\"a\": 1,}", "s.json", |_, _| Ok(())).unwrap_err();
+        let refused = merge("{\"a\": 1,}", |_| Ok(())).unwrap_err();
         assert!(refused.contains("comma"), "{refused}");
     }
 }
