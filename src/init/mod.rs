@@ -509,11 +509,9 @@ impl Wiring {
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
-        let text = match &old {
-            Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| not_utf8(rel))?,
-            None => String::new(),
-        };
-        let new = edit(&text)?;
+        let bytes = old.as_deref().unwrap_or_default();
+        let text = std::str::from_utf8(bytes).map_err(|_| not_utf8(rel))?;
+        let new = edit(text)?;
         self.record(path, old, new.into_bytes());
         Ok(())
     }

@@ -45,8 +45,7 @@ impl Record {
             .ancestors()
             .take_while(|d| *d != root && d.starts_with(root))
             .filter(|d| std::fs::symlink_metadata(d).is_err())
-            .filter_map(|d| d.strip_prefix(root).ok())
-            .map(|d| d.to_string_lossy().into_owned())
+            .map(|d| super::rel_of(root, d))
             .collect();
         for d in missing.into_iter().rev() {
             if !self.dirs.contains(&d) {
