@@ -141,7 +141,6 @@ fn bundle(client: Client, coord: &str, folder: &Path) -> Option<(Vec<File>, Writ
         let _ = init::merge_hooks(&mut doc, "hooks/hooks.json", &set, style);
         Value::Object(doc)
     });
-    let version = env!("CARGO_PKG_VERSION");
     let shown = folder.display().to_string();
     let (name, dir) = (adapter.name, crate::shell::arg(&shown));
     // The `coord mcp` server the plugin runs, in `style`.
@@ -154,16 +153,18 @@ fn bundle(client: Client, coord: &str, folder: &Path) -> Option<(Vec<File>, Writ
             manifest,
             paths,
         } => {
-            let market = if codex {
-                json!({
+            // Codex's marketplace is shorter, and it names the plugin commands `add` and `remove`.
+            let (market, add, remove) = if codex {
+                let market = json!({
                     "name": NAME,
                     "plugins": [{
                         "name": NAME,
                         "source": {"source": "local", "path": format!("./{NAME}")},
                     }],
-                })
+                });
+                (market, "add", "remove")
             } else {
-                json!({
+                let market = json!({
                     "name": NAME,
                     "description": DESCRIPTION,
                     "owner": {"name": NAME},
@@ -171,9 +172,10 @@ fn bundle(client: Client, coord: &str, folder: &Path) -> Option<(Vec<File>, Writ
                         "name": NAME,
                         "source": format!("./{NAME}"),
                         "description": DESCRIPTION,
-                        "version": version,
+                        "version": env!("CARGO_PKG_VERSION"),
                     }],
-                })
+                });
+                (market, "install", "uninstall")
             };
             let man = about(vec![
                 json!({"author": {"name": NAME}, "license": env!("CARGO_PKG_LICENSE")}),
@@ -189,12 +191,6 @@ fn bundle(client: Client, coord: &str, folder: &Path) -> Option<(Vec<File>, Writ
                 json_file("coord/.mcp.json", &json!({"mcpServers": servers})),
                 ("coord/skills/coord/SKILL.md", skill().into_bytes()),
             ];
-            // Codex names the plugin commands `add` and `remove`.
-            let (add, remove) = if codex {
-                ("add", "remove")
-            } else {
-                ("install", "uninstall")
-            };
             let market = format!("{name} plugin marketplace");
             let install = vec![
                 format!("{market} add {dir}"),

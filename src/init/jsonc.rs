@@ -23,24 +23,23 @@ fn options() -> ParseOptions {
     }
 }
 
-/// `text` with `merge` applied, comments kept; `Ok(None)` when nothing changes; `Err`: why the
-/// text is not JSON with comments, or `merge`'s refusal.
+/// `text` with `merge` applied, comments kept; `Err`: why the text is not JSON with comments,
+/// or `merge`'s refusal.
 pub(super) fn merge(
     text: &str,
-    rel: &str,
-    merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
-) -> std::result::Result<Option<String>, String> {
+    merge: impl FnOnce(&mut Map<String, Value>) -> Result<()>,
+) -> std::result::Result<String, String> {
     let root = CstRootNode::parse(text, &options()).map_err(|e| e.to_string())?;
     let (Some(obj), Some(Value::Object(old))) = (root.object_value(), root.to_serde_value()) else {
         return Err("the top level is not an object".into());
     };
     let mut new = old.clone();
-    merge(&mut new, rel).map_err(|e| e.to_string())?;
+    merge(&mut new).map_err(|e| e.to_string())?;
     if new == old {
-        return Ok(None);
+        return Ok(text.to_string());
     }
     add(&obj, &old, &new);
-    Ok(Some(root.to_string()))
+    Ok(root.to_string())
 }
 
 /// Write into `obj` (whose value was `old`) what `new` adds or changes.
@@ -88,7 +87,7 @@ mod tests {
     #[test]
     fn comments_survive_and_additions_land() {
         let text = "{\n  // my theme\n  \"theme\": \"Dracula\", /* inline */\n  \"hooks\": {\n    \"BeforeTool\": [] // none yet\n  }\n}\n";
-        let out = merge(text, "s.json", |doc, _| {
+        let out = merge(text, |doc| {
             doc["hooks"]["BeforeTool"]
                 .as_array_mut()
                 .unwrap()
@@ -96,7 +95,6 @@ mod tests {
             doc.insert("mcpServers".into(), json!({"coord": {"command": "coord"}}));
             Ok(())
         })
-        .unwrap()
         .unwrap();
         for comment in ["// my theme", "/* inline */", "// none yet"] {
             assert!(out.contains(comment), "{out}");
@@ -106,12 +104,12 @@ mod tests {
         assert_eq!(back["hooks"]["BeforeTool"][0]["matcher"], "x");
         assert_eq!(back["mcpServers"]["coord"]["command"], "coord");
         assert_eq!(back["theme"], "Dracula");
-        assert!(merge(&out, "s.json", |_, _| Ok(())).unwrap().is_none());
+        assert_eq!(merge(&out, |_| Ok(())).unwrap(), out);
     }
 
     #[test]
     fn trailing_commas_are_refused_as_the_client_refuses_them() {
-        let refused = merge("{\"a\": 1,}", "s.json", |_, _| Ok(())).unwrap_err();
+        let refused = merge("{\"a\": 1,}", |_| Ok(())).unwrap_err();
         assert!(refused.contains("comma"), "{refused}");
     }
 }

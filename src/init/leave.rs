@@ -84,12 +84,11 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     }
     refuse_live_locks(&tops, &locks, me)?;
 
-    let trees = tops.iter().map(|top| {
+    for top in &tops {
         let removal = plan_removal(top, Client::ALL)?;
         let root = top.display().to_string();
-        Ok(TreeWiring { root, removal })
-    });
-    leaving.trees = trees.collect::<Result<Vec<_>>>()?;
+        leaving.trees.push(TreeWiring { root, removal });
+    }
     if yes {
         let what = "a backup or refused write (--yes)";
         let kept = leaving.kept.drain(..);

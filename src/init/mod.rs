@@ -230,13 +230,13 @@ fn wire(w: &mut Wiring, client: Client) -> Result<()> {
     let hooks = client.adapter().hooks();
     for wire in client.adapter().wiring {
         match *wire {
-            Wire::Json(file, comments, style, mcp) => w.json(file, comments, |v, f| {
+            Wire::Json(file, comments, style, mcp) => w.json(file, comments, |v| {
                 if let Some(style) = style {
-                    merge_hooks(v, f, &hooks, style)?;
+                    merge_hooks(v, file, &hooks, style)?;
                 }
                 // `{key: {coord: server}}`, unless a `coord` server is already registered.
                 if let Some((key, server)) = mcp.map(|m| m.server(&[COORD, "mcp"])) {
-                    object_at(v, key, f)?.entry("coord").or_insert(server);
+                    object_at(v, key, file)?.entry("coord").or_insert(server);
                 }
                 Ok(())
             })?,
@@ -473,7 +473,7 @@ impl Wiring {
         &mut self,
         rel: &str,
         comments: bool,
-        merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
+        merge: impl FnOnce(&mut Map<String, Value>) -> Result<()>,
     ) -> Result<()> {
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
@@ -485,13 +485,11 @@ impl Wiring {
             Err(e) if comments => {
                 // Not plain JSON: JSON with comments, as the client reads it.
                 let text = std::str::from_utf8(bytes).map_err(|_| not_utf8(rel))?;
-                let new = jsonc::merge(text, rel, merge).map_err(|why| {
+                let new = jsonc::merge(text, merge).map_err(|why| {
                     let why = format!("{e}; {why}");
                     invalid(rel, "JSON, even allowing comments", why, "coord init")
                 })?;
-                if let Some(new) = new {
-                    self.record(path, old, new.into_bytes());
-                }
+                self.record(path, old, new.into_bytes());
                 return Ok(());
             }
             Err(e) => return Err(invalid(rel, "JSON", e, "coord init")),
@@ -499,7 +497,7 @@ impl Wiring {
         let Value::Object(mut doc) = parsed.clone() else {
             return Err(cannot_merge(&format!("`{rel}` is not a JSON object")));
         };
-        merge(&mut doc, rel)?;
+        merge(&mut doc)?;
         if old.is_none() || parsed.as_object() != Some(&doc) {
             self.record(path, old, pretty_json(&doc));
         }
@@ -511,11 +509,9 @@ impl Wiring {
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
-        let text = match &old {
-            Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| not_utf8(rel))?,
-            None => String::new(),
-        };
-        let new = edit(&text)?;
+        let bytes = old.as_deref().unwrap_or_default();
+        let text = std::str::from_utf8(bytes).map_err(|_| not_utf8(rel))?;
+        let new = edit(text)?;
         self.record(path, old, new.into_bytes());
         Ok(())
     }

@@ -13,15 +13,13 @@ use crate::layout;
 
 /// The record (an unreadable one reads as empty: removal then works from the files alone).
 #[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub(super) struct Record {
     /// `coord init` created `.coord/`.
-    #[serde(default)]
     pub state_dir: bool,
     /// Folders `coord init` created, relative to the root, parents first.
-    #[serde(default)]
     pub dirs: Vec<String>,
     /// Per file (relative to the root): its content before and after.
-    #[serde(default)]
     pub files: BTreeMap<String, Entry>,
 }
 
@@ -47,8 +45,7 @@ impl Record {
             .ancestors()
             .take_while(|d| *d != root && d.starts_with(root))
             .filter(|d| std::fs::symlink_metadata(d).is_err())
-            .filter_map(|d| d.strip_prefix(root).ok())
-            .map(|d| d.to_string_lossy().into_owned())
+            .map(|d| super::rel_of(root, d))
             .collect();
         for d in missing.into_iter().rev() {
             if !self.dirs.contains(&d) {

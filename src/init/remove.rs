@@ -48,21 +48,25 @@ pub struct Removal {
     dirs: Vec<String>,
 }
 
-/// A file coord wires: a client's, as its [`Wire`] writes it, or a text with coord's block
-/// between two marker lines.
+/// A file coord wires: a client's, as its [`Wire`] writes it, a text with coord's block
+/// between two marker lines, or where a client keeps its user's answers about coord.
 #[derive(Debug, Clone, Copy)]
 enum FileKind {
     Wire(Wire),
     Text(&'static str, &'static str),
+    Approvals,
 }
 
-/// The files `clients` wire (relative to the root), with their kind: theirs, then the texts.
+/// The files `clients` wire (relative to the root), with their kind: theirs, the texts, then
+/// the clients' approvals.
 fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
     let wires = clients.iter().flat_map(|c| c.adapter().wiring);
     let wires = wires.map(|w| (w.file(), FileKind::Wire(*w)));
     let texts = texts(clients).into_iter();
     let texts = texts.map(|(file, begin, end, _)| (file, FileKind::Text(begin, end)));
-    wires.chain(texts).collect()
+    let approvals = clients.iter().filter_map(|c| c.adapter().approvals);
+    let approvals = approvals.map(|file| (file, FileKind::Approvals));
+    wires.chain(texts).chain(approvals).collect()
 }
 
 /// Compute what `init --remove` takes back in the folder `root` for `clients`; nothing is written.
@@ -94,7 +98,10 @@ pub fn plan_removal(root: &Path, clients: &[Client]) -> Result<Removal> {
             continue;
         };
         let file = rel_of(root, &path);
-        let text = String::from_utf8(bytes).map_err(|_| not_utf8(&file))?;
+        let text = String::from_utf8(bytes).map_err(|_| match kind {
+            FileKind::Approvals => invalid(&file, "JSON", "not UTF-8".into()),
+            _ => not_utf8(&file),
+        })?;
         let shared = kept.contains(&path);
         let stripped = match kind {
             FileKind::Text(..) if shared => continue,
@@ -110,6 +117,10 @@ pub fn plan_removal(root: &Path, clients: &[Client]) -> Result<Removal> {
             FileKind::Wire(Wire::CodexToml(_)) => {
                 strip_toml(&text, !shared).map_err(|why| invalid(&file, "TOML", why))?
             }
+            // What a client wrote itself because of coord (Claude Code's answer about coord's
+            // server): coord's entries go, the user's others stay.
+            FileKind::Approvals => strip_approvals(&text, other_project_servers(root))
+                .map_err(|why| invalid(&file, "JSON", why))?,
         };
         if stripped.as_deref() == Some(text.as_str()) {
             continue;
@@ -133,28 +144,6 @@ pub fn plan_removal(root: &Path, clients: &[Client]) -> Result<Removal> {
             content: content.map(String::into_bytes),
             path,
             created_by_init: as_written.is_some_and(|e| e.before.is_none()),
-        });
-    }
-    // What a client wrote itself because of coord (Claude Code's answer about coord's server):
-    // coord's entries go, the user's others stay.
-    let approvals = clients.iter().filter_map(|c| c.adapter().approvals);
-    for (rel, path) in approvals.filter_map(|rel| Some((rel, resolve(root, rel).ok()?))) {
-        let Some(bytes) = read_regular(&path)? else {
-            continue;
-        };
-        let file = rel.to_string();
-        let bad = |why| invalid(&file, "JSON", why);
-        let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8".into()))?;
-        let stripped = strip_approvals(&text, other_project_servers(root)).map_err(bad)?;
-        if stripped.as_deref() == Some(text.as_str()) {
-            continue;
-        }
-        changes.push(Change {
-            action: stripped.as_ref().map_or("delete", |_| "update"),
-            content: stripped.map(String::into_bytes),
-            file,
-            path,
-            created_by_init: false,
         });
     }
     let all_gone = remaining.is_empty() && !others_wired;
@@ -243,7 +232,7 @@ fn equivalent(kind: FileKind, stripped: Option<&str>, before: Option<&str>) -> b
         FileKind::Text(..) => s.trim_end() == b.trim_end(),
         FileKind::Wire(Wire::Json(..)) => same(json_value),
         FileKind::Wire(Wire::CodexToml(_)) => same(toml_value),
-        FileKind::Wire(Wire::Generated(..)) => stripped == before,
+        FileKind::Wire(Wire::Generated(..)) | FileKind::Approvals => stripped == before,
     }
 }
 
