@@ -31,6 +31,12 @@ pub enum Kind {
     Stop,
     /// The session ends.
     SessionEnd,
+    /// The user's prompt reached the agent (its `prompt` field holds it): the user answered.
+    Prompt,
+    /// The client tells its user something, and may wait for them.
+    Notification,
+    /// The client asks its user for a permission.
+    Permission,
     /// Anything else: nothing to do.
     Other,
 }
@@ -418,8 +424,9 @@ const CLAUDE: Adapter = Adapter {
         // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
         ("PostToolUseFailure", Kind::AfterTool, Hook::No),
         // Waiting for the user (a permission prompt, an idle prompt) and answered.
-        ("Notification", Kind::Other, Hook::Every),
-        ("UserPromptSubmit", Kind::Other, Hook::Every),
+        ("Notification", Kind::Notification, Hook::Every),
+        ("PermissionRequest", Kind::Permission, Hook::No),
+        ("UserPromptSubmit", Kind::Prompt, Hook::Every),
         ("Stop", Kind::Stop, Hook::Every),
         ("SessionEnd", Kind::SessionEnd, Hook::Every),
     ],
@@ -462,8 +469,8 @@ const CODEX: Adapter = Adapter {
         ("PostToolUse", Kind::AfterTool, CODEX_TOOLS),
         ("PostToolUseFailure", Kind::AfterTool, Hook::No),
         // Waiting for the user's approval, and the user's answer.
-        ("PermissionRequest", Kind::Other, Hook::Every),
-        ("UserPromptSubmit", Kind::Other, Hook::Every),
+        ("PermissionRequest", Kind::Permission, Hook::Every),
+        ("UserPromptSubmit", Kind::Prompt, Hook::Every),
         ("Stop", Kind::Stop, Hook::Every),
         ("SessionEnd", Kind::SessionEnd, Hook::Every),
     ],
@@ -505,8 +512,8 @@ const GEMINI: Adapter = Adapter {
         ("BeforeTool", Kind::BeforeTool, GEMINI_TOOLS),
         ("AfterTool", Kind::AfterTool, GEMINI_TOOLS),
         // Waiting for the user's approval, and the user's next prompt.
-        ("Notification", Kind::Other, Hook::Every),
-        ("BeforeAgent", Kind::Other, Hook::Every),
+        ("Notification", Kind::Notification, Hook::Every),
+        ("BeforeAgent", Kind::Prompt, Hook::Every),
         ("AfterAgent", Kind::Stop, Hook::Every),
         ("SessionEnd", Kind::SessionEnd, Hook::Every),
     ],
@@ -548,8 +555,11 @@ const COPILOT: Adapter = Adapter {
         ("preToolUse", Kind::BeforeTool, Hook::Every),
         ("postToolUse", Kind::AfterTool, Hook::Every),
         // The user's prompt: the session's label, and its user answered. (Its `notification`
-        // also fires for a finished shell command, so it cannot say that the user is awaited.)
-        ("userPromptSubmitted", Kind::Other, Hook::Every),
+        // also fires for a finished shell command, so it cannot say that the user is awaited:
+        // not registered, but understood when a user registers it.)
+        ("userPromptSubmitted", Kind::Prompt, Hook::Every),
+        ("notification", Kind::Notification, Hook::No),
+        ("permissionRequest", Kind::Permission, Hook::No),
         // The main agent stopped: its turn is over.
         ("agentStop", Kind::Stop, Hook::Every),
         ("sessionEnd", Kind::SessionEnd, Hook::Every),

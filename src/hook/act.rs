@@ -69,7 +69,7 @@ pub fn handle(
             stamp::shutdown(ws, agent, Scope::Client)?;
             Ok(Reply::Allow)
         }
-        Kind::Other => Ok(Reply::Allow),
+        Kind::Prompt | Kind::Notification | Kind::Permission | Kind::Other => Ok(Reply::Allow),
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::client::{Client, HookCall, Kind, Reply};
+use crate::client::{HookCall, Kind, Reply};
 use crate::history::{self, Event};
 use crate::layout;
 use crate::workspace::{AgentId, Workspace};
@@ -49,19 +49,9 @@ pub fn record(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path, repl
     if let Some(what) = waits(call, reply) {
         history::set_needs_user(root, agent.id(), what.as_deref());
     }
-    if prompted(call) {
+    if call.kind == Kind::Prompt {
         keep_first_prompt(ws, agent, call);
     }
-}
-
-/// Whether the event is the user's prompt reaching the agent (its `prompt` field holds it).
-fn prompted(call: &HookCall) -> bool {
-    matches!(
-        (call.client, call.event.as_str()),
-        (Client::Claude | Client::Codex, "UserPromptSubmit")
-            | (Client::Gemini, "BeforeAgent")
-            | (Client::Copilot, "userPromptSubmitted")
-    )
 }
 
 const PROMPT_CHARS: usize = 40;
@@ -119,25 +109,21 @@ fn short_prompt(text: &str) -> String {
 /// `Some(Some(what))`: the client now waits for its user; `Some(None)`: it no longer does;
 /// `None`: nothing changed.
 fn waits(call: &HookCall, reply: Option<&Reply>) -> Option<Option<String>> {
-    match call.kind {
-        Kind::BeforeTool | Kind::AfterTool | Kind::SessionStart | Kind::SessionEnd => {
-            return Some(None);
-        }
-        // A stop held back (unread messages) is not the end of the turn.
-        Kind::Stop if matches!(reply, Some(Reply::Block(_))) => return None,
-        // Nobody to ask: the client exits (`claude -p`, `codex exec`).
-        Kind::Stop if call.headless => return Some(None),
-        Kind::Stop => return Some(Some("its turn is over: waiting for a prompt".into())),
-        Kind::Other => {}
-    }
     let text = |keys: &[&str]| {
         keys.iter()
             .find_map(|k| call.payload.get(*k).and_then(Value::as_str))
             .filter(|s| !s.trim().is_empty())
             .map(str::to_string)
     };
-    match (call.client, call.event.as_str()) {
-        (Client::Claude | Client::Gemini, "Notification") | (Client::Copilot, "notification") => {
+    match call.kind {
+        Kind::BeforeTool | Kind::AfterTool | Kind::SessionStart | Kind::SessionEnd => Some(None),
+        Kind::Prompt => Some(None),
+        // A stop held back (unread messages) is not the end of the turn.
+        Kind::Stop if matches!(reply, Some(Reply::Block(_))) => None,
+        // Nobody to ask: the client exits (`claude -p`, `codex exec`).
+        Kind::Stop if call.headless => Some(None),
+        Kind::Stop => Some(Some("its turn is over: waiting for a prompt".into())),
+        Kind::Notification => {
             let kind = text(&["notification_type", "notificationType"]).unwrap_or_default();
             match kind.as_str() {
                 // Said after the fact: nothing to wait for.
@@ -148,15 +134,11 @@ fn waits(call: &HookCall, reply: Option<&Reply>) -> Option<Option<String>> {
                 )),
             }
         }
-        (Client::Claude | Client::Codex, "PermissionRequest")
-        | (Client::Copilot, "permissionRequest") => {
-            Some(Some(match text(&["tool_name", "toolName"]) {
-                Some(t) => format!("permission to use {t}"),
-                None => text(&["message", "title"]).unwrap_or_else(|| "a permission".into()),
-            }))
-        }
-        _ if prompted(call) => Some(None),
-        _ => None,
+        Kind::Permission => Some(Some(match text(&["tool_name", "toolName"]) {
+            Some(t) => format!("permission to use {t}"),
+            None => text(&["message", "title"]).unwrap_or_else(|| "a permission".into()),
+        })),
+        Kind::Other => None,
     }
 }
 
