@@ -149,13 +149,12 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
     let format = "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(symref)";
     let prefix = format!("refs/remotes/{remote}/");
     let args = ["for-each-ref", "--sort=-committerdate", format, &prefix];
-    let Some((_, listed)) = git.run(top, &args, &[]) else {
+    let Some(listed) = git.line(top, &args) else {
         return Vec::new();
     };
     let now = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
     let since = now.saturating_sub(REMOTE_RECENT).as_secs();
-    let text = String::from_utf8_lossy(&listed).into_owned();
-    let tips: Vec<(&str, &str)> = text
+    let tips: Vec<(&str, &str)> = listed
         .lines()
         .filter_map(|l| {
             let mut f = l.split('\0');
