@@ -109,12 +109,10 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Mode::Lines => output::line(&status::render(&before.status, false)),
     }
     if let Some(since) = since {
-        for e in tail
-            .poll()
-            .iter()
-            .filter(|e| e.time().is_some_and(|t| t >= since))
-        {
-            feed.history(e, false);
+        for (_, e) in tail.poll_positioned() {
+            if e.time().is_some_and(|t| t >= since) {
+                feed.history(&e, false);
+            }
         }
     }
     if mode == Mode::Screen {
@@ -181,8 +179,8 @@ struct Feed {
 impl Feed {
     /// Say the events the history gained. Whether there were any.
     fn poll(&mut self, tail: &mut Tail) -> bool {
-        let events = tail.poll();
-        for e in &events {
+        let events = tail.poll_positioned();
+        for (_, e) in &events {
             self.history(e, true);
         }
         !events.is_empty()
