@@ -225,11 +225,6 @@ impl Feed {
         match change_key(&change, self.mode) {
             Some(k) if self.said.iter().any(|(_, s)| *s == k) => {}
             Some(_) => self.held.push((Instant::now(), change)),
-            // A wait ends with the lock taken or refused, which the history says: shown after
-            // that event (or after HOLD), never before it.
-            None if matches!(change, Change::WaitEnded { .. }) => {
-                self.held.push((Instant::now(), change));
-            }
             None => self.show(&change),
         }
     }
@@ -293,6 +288,9 @@ fn history_key(e: &Event) -> Option<String> {
 /// for one only a look sees.
 fn change_key(c: &Change, mode: Mode) -> Option<String> {
     Some(match c {
+        // A wait ends with the lock taken or refused, which the history says: held, to be shown
+        // after that event (or after HOLD), never before it.
+        Change::WaitEnded { agent, file } => format!("wait ended|{agent}|{file}"),
         Change::LockTaken { file, .. } | Change::LockTakenOver { file, .. } => {
             format!("taken|{file}")
         }
