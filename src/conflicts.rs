@@ -63,10 +63,9 @@ pub fn view(ws: &Workspace, deadline: Instant) -> (Vec<Conflict>, Option<String>
     // The work trees at each commit (two trees on one commit changed the same).
     let mut at: BTreeMap<String, Vec<Side>> = BTreeMap::new();
     for t in &trees {
-        let Some(commit) = git.line(&t.top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
-            continue;
-        };
-        at.entry(commit).or_default().push(Side::of(t));
+        if let Some(commit) = git.line(&t.top, &["rev-parse", "--verify", "-q", "HEAD"]) {
+            at.entry(commit).or_default().push(Side::of(t));
+        }
     }
     let commits: Vec<&String> = at.keys().collect();
     // file → (sides, any conflict, any unknown)
