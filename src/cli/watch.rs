@@ -284,8 +284,8 @@ fn history_key(e: &Event) -> Option<String> {
     })
 }
 
-/// The key of a change the history also says (so the lines people read say it once), `None`
-/// for one only a look sees.
+/// The key under which a change waits for the history to say it (so the lines people read say
+/// it once, in order), `None` for one only a look sees.
 fn change_key(c: &Change, mode: Mode) -> Option<String> {
     Some(match c {
         // A wait ends with the lock taken or refused, which the history says: held, to be shown
