@@ -63,10 +63,9 @@ pub fn view(ws: &Workspace, deadline: Instant) -> (Vec<Conflict>, Option<String>
     // The work trees at each commit (two trees on one commit changed the same).
     let mut at: BTreeMap<String, Vec<Side>> = BTreeMap::new();
     for t in &trees {
-        let Some(commit) = git.line(&t.top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
-            continue;
-        };
-        at.entry(commit).or_default().push(Side::of(t));
+        if let Some(commit) = git.line(&t.top, &["rev-parse", "--verify", "-q", "HEAD"]) {
+            at.entry(commit).or_default().push(Side::of(t));
+        }
     }
     let commits: Vec<&String> = at.keys().collect();
     // file → (sides, any conflict, any unknown)
@@ -149,13 +148,12 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
     let format = "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(symref)";
     let prefix = format!("refs/remotes/{remote}/");
     let args = ["for-each-ref", "--sort=-committerdate", format, &prefix];
-    let Some((_, listed)) = git.run(top, &args, &[]) else {
+    let Some(listed) = git.line(top, &args) else {
         return Vec::new();
     };
     let now = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
     let since = now.saturating_sub(REMOTE_RECENT).as_secs();
-    let text = String::from_utf8_lossy(&listed).into_owned();
-    let tips: Vec<(&str, &str)> = text
+    let tips: Vec<(&str, &str)> = listed
         .lines()
         .filter_map(|l| {
             let mut f = l.split('\0');

@@ -238,12 +238,10 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
         // The widest column gives way first, down to the next widest: the wide ones end up
         // cut alike, rather than one cut to nothing while its neighbour stays whole.
         while total(&widths) > limit {
-            let Some((i, w)) = widths.iter().copied().enumerate().max_by_key(|(_, w)| *w) else {
+            let widest = widths.iter().copied().enumerate().max_by_key(|(_, w)| *w);
+            let Some((i, w)) = widest.filter(|(_, w)| *w > MIN) else {
                 break;
             };
-            if w <= MIN {
-                break;
-            }
             let others = widths.iter().enumerate().filter(|(j, _)| *j != i);
             let next = others.map(|(_, w)| *w).max().unwrap_or(0);
             let cut = w.saturating_sub(total(&widths) - limit).max(next).max(MIN);

@@ -89,7 +89,6 @@ pub fn render(st: &Status, color: bool) -> String {
     };
     let needs = st.agents.iter().filter_map(|a| {
         let n = a.needs_user.as_ref()?;
-        let asks = Some(n.what.as_str()).filter(|w| !w.is_empty());
         // Where it is: its label, else its work tree's folder.
         let place = match (a.label.as_str(), a.worktree.as_deref()) {
             ("", tree) => tree.map_or("-", coord::worktree::short_name),
@@ -99,7 +98,7 @@ pub fn render(st: &Status, color: bool) -> String {
             Cell::plain(&a.agent),
             Cell::opt(Some(place)),
             Cell::plain(ago_of(Some(&n.since))),
-            Cell::opt(asks),
+            Cell::opt(Some(&n.what)),
         ])
     });
     let headers = ["AGENT", "WHERE", "WAITING", "ASKS"];

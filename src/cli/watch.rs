@@ -109,12 +109,10 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Mode::Lines => output::line(&status::render(&before.status, false)),
     }
     if let Some(since) = since {
-        for e in tail
-            .poll()
-            .iter()
-            .filter(|e| e.time().is_some_and(|t| t >= since))
-        {
-            feed.history(e, false);
+        for (_, e) in tail.poll_positioned() {
+            if e.time().is_some_and(|t| t >= since) {
+                feed.history(&e, false);
+            }
         }
     }
     if mode == Mode::Screen {
@@ -181,8 +179,8 @@ struct Feed {
 impl Feed {
     /// Say the events the history gained. Whether there were any.
     fn poll(&mut self, tail: &mut Tail) -> bool {
-        let events = tail.poll();
-        for e in &events {
+        let events = tail.poll_positioned();
+        for (_, e) in &events {
             self.history(e, true);
         }
         !events.is_empty()
@@ -227,11 +225,6 @@ impl Feed {
         match change_key(&change, self.mode) {
             Some(k) if self.said.iter().any(|(_, s)| *s == k) => {}
             Some(_) => self.held.push((Instant::now(), change)),
-            // A wait ends with the lock taken or refused, which the history says: shown after
-            // that event (or after HOLD), never before it.
-            None if matches!(change, Change::WaitEnded { .. }) => {
-                self.held.push((Instant::now(), change));
-            }
             None => self.show(&change),
         }
     }
@@ -291,10 +284,13 @@ fn history_key(e: &Event) -> Option<String> {
     })
 }
 
-/// The key of a change the history also says (so the lines people read say it once), `None`
-/// for one only a look sees.
+/// The key under which a change waits for the history to say it (so the lines people read say
+/// it once, in order), `None` for one only a look sees.
 fn change_key(c: &Change, mode: Mode) -> Option<String> {
     Some(match c {
+        // A wait ends with the lock taken or refused, which the history says: held, to be shown
+        // after that event (or after HOLD), never before it.
+        Change::WaitEnded { agent, file } => format!("wait ended|{agent}|{file}"),
         Change::LockTaken { file, .. } | Change::LockTakenOver { file, .. } => {
             format!("taken|{file}")
         }

@@ -270,10 +270,9 @@ pub fn record(root: &Path, mut event: Event) {
     if event.worktree.is_none() && crate::worktree::shared_root(root) != root {
         event.worktree = Some(root.to_string_lossy().into_owned());
     }
-    let Some(line) = event.line() else {
-        return;
-    };
-    if let Err(e) = append(root, &line) {
+    if let Some(line) = event.line()
+        && let Err(e) = append(root, &line)
+    {
         let mut w = WARNING.lock().unwrap_or_else(|e| e.into_inner());
         w.get_or_insert_with(|| {
             format!("the history was not written (the command itself went through): {e}")

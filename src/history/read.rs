@@ -233,11 +233,6 @@ impl Tail {
         t
     }
 
-    /// The events appended since the last call.
-    pub fn poll(&mut self) -> Vec<Event> {
-        self.poll_positioned().into_iter().map(|(_, e)| e).collect()
-    }
-
     /// The events appended since the last call, each with its [`Position`].
     pub fn poll_positioned(&mut self) -> Vec<(Position, Event)> {
         let mut out = Vec::new();
