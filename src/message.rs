@@ -327,14 +327,27 @@ pub fn unread_counts(
     let known: Vec<Known> = agents.iter().map(|a| Known::of(ws.root(), a)).collect();
     let settled = |id: &str| !known.is_empty() && known.iter().all(|k| k.settled(id));
     let (all, skipped) = scan(ws.root(), settled).unwrap_or_default();
-    let counts = agents.iter().zip(&known).map(|(agent, known)| {
-        let n = all
-            .iter()
+    (count_unread(agents, &known, &all), skipped)
+}
+
+/// [`unread_counts`] among `all`, every message read already (a live view keeps them).
+pub fn unread_counts_among(
+    ws: &Workspace,
+    agents: &[String],
+    all: &[Message],
+) -> BTreeMap<String, usize> {
+    let known: Vec<Known> = agents.iter().map(|a| Known::of(ws.root(), a)).collect();
+    count_unread(agents, &known, all)
+}
+
+fn count_unread(agents: &[String], known: &[Known], all: &[Message]) -> BTreeMap<String, usize> {
+    let counts = agents.iter().zip(known).map(|(agent, known)| {
+        let n = (all.iter())
             .filter(|m| is_unread(m, agent, &known.read))
             .count();
         (agent.clone(), n)
     });
-    (counts.collect(), skipped)
+    counts.collect()
 }
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.

@@ -14,7 +14,7 @@ use crate::handshake;
 use crate::lock::deadlock::{self, WaitEdge};
 use crate::lock::queue::{self, Waiter};
 use crate::lock::{self, LockEntry, LockState};
-use crate::message;
+use crate::message::{self, Message};
 use crate::presence::{self, LockStatus, Presence, StateCache, Unreadable};
 use crate::review::{self, rules::ReviewSummary};
 use crate::stamp::{self, RowStatus};
@@ -288,7 +288,7 @@ const FADE_AFTER_S: u64 = 3600;
 /// synced; never the network, within [`crate::conflicts::BUDGET`]), without agents finished
 /// over `FADE_AFTER_S` ago unless `all`.
 pub fn document(ws: &Workspace, all: bool) -> Status {
-    let mut st = collect(ws);
+    let mut st = collect(ws, None);
     let deadline = std::time::Instant::now() + crate::conflicts::BUDGET;
     (st.conflicts, st.conflicts_note) = crate::conflicts::view(ws, deadline);
     st.remote = crate::remote::view(ws).map(|mut view| RemoteStatus {
@@ -553,8 +553,9 @@ pub fn who(
     (files, unreadable)
 }
 
-/// Read the whole workspace.
-pub fn collect(ws: &Workspace) -> Status {
+/// Read the whole workspace (`sent`: every message and the message files that cannot be read,
+/// when a live view keeps them already).
+pub fn collect(ws: &Workspace, sent: Option<&(Vec<Message>, Vec<Unreadable>)>) -> Status {
     let now = clock::now();
     let (mut st, mut cache, entries, trees) = look(ws, &now, true);
     let waiters = queue::waiters(ws.root());
@@ -598,7 +599,10 @@ pub fn collect(ws: &Workspace) -> Status {
     st.unreadable.extend(bad_trackers);
     st.reviews = reviews;
     let ids: Vec<String> = st.agents.iter().map(|a| a.agent.clone()).collect();
-    let (unread, bad_messages) = message::unread_counts(ws, &ids);
+    let (unread, bad_messages) = match sent {
+        Some((all, bad)) => (message::unread_counts_among(ws, &ids, all), bad.clone()),
+        None => message::unread_counts(ws, &ids),
+    };
     st.unreadable.extend(bad_messages);
     st.unread = unread;
     let holding = st.locks.iter().map(|l| l.agent.as_str());

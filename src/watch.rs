@@ -1,6 +1,8 @@
 //! The live view behind `coord watch`: look at the workspace, wait for a change, say what changed
 //! between two looks, as events.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -21,17 +23,31 @@ pub struct Snapshot {
     pub messages: Vec<Message>,
 }
 
-/// Look at the workspace now.
-pub fn snapshot(ws: &Workspace) -> Snapshot {
-    let (messages, _) = message::scan(ws.root(), |_| false).unwrap_or_default();
+/// Look at the workspace now (`before`: the last look). A message never changes once sent: one
+/// seen before is not read again while it is there.
+pub fn snapshot(ws: &Workspace, before: Option<&Snapshot>) -> Snapshot {
+    let seen: HashMap<&str, &Message> = (before.iter().flat_map(|b| &b.messages))
+        .map(|m| (m.id.as_str(), m))
+        .collect();
+    let still = RefCell::new(Vec::new());
+    let known = |id: &str| {
+        seen.get(id)
+            .map(|m| still.borrow_mut().push((*m).clone()))
+            .is_some()
+    };
+    let (new, skipped) = message::scan(ws.root(), known).unwrap_or_default();
+    let mut messages: Vec<Message> = (new.into_iter())
+        .map(|m| Message {
+            body: String::new(),
+            ..m
+        })
+        .chain(still.into_inner())
+        .collect();
+    messages.sort_by(|a, b| a.id.cmp(&b.id));
+    let sent = (messages, skipped);
     Snapshot {
-        status: status::collect(ws),
-        messages: (messages.into_iter())
-            .map(|m| Message {
-                body: String::new(),
-                ..m
-            })
-            .collect(),
+        status: status::collect(ws, Some(&sent)),
+        messages: sent.0,
     }
 }
 

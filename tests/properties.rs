@@ -216,7 +216,7 @@ proptest! {
             let _ = lock::format_since(e.since.as_ref(), &now);
             let _ = status::lock_view(e, &ws, &now, &coord::worktree::trees(&root));
         }
-        let _ = status::collect(&ws);
+        let _ = status::collect(&ws, None);
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Some(_) => Tail::from_oldest(ws.root()),
         None => Tail::from_end(ws.root()),
     };
-    let mut before = watch::snapshot(&ws);
+    let mut before = watch::snapshot(&ws, None);
     for dir in watch::watched_folders(&ws, Some(&before)) {
         events.add(&dir);
     }
@@ -129,7 +129,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 events.wait(Duration::ZERO);
                 feed.poll(&mut tail);
             }
-            let after = watch::snapshot(&ws);
+            let after = watch::snapshot(&ws, Some(&before));
             // Read the branches again: a tree may have switched since.
             feed.places.branches.clear();
             // The history is read again after the look: an event recorded before the change the
