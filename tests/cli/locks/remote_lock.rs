@@ -383,17 +383,11 @@ fn an_unreachable_remote_takes_nothing() {
     assert!(kept.locks.is_empty() && kept.claims.is_empty(), "{kept:?}");
 }
 
-/// The process that holds a clone's claims on the remote (its renewer) killed with `kill -9`:
-/// the lease (`--ttl 3s`) lapses, and another clone waiting takes the claim over, saying from
-/// whom (stderr, `--json`, its history). When the old clone's renewer runs again, its renewal
-/// is refused: the claim is given back there and its history says who took it.
-#[test]
-fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
-    let Some(t) = Team::new(Transport::Daemon) else {
-        return;
-    };
-    let a = clone_with_src(&t, "a");
-    let b = clone_with_src(&t, "b");
+/// Clones `a` and `b`; alice claims `src/**` in `a` with a lease of 3 s, and her clone's renewer
+/// runs (its pid returned).
+fn alice_claims_with_a_short_lease(t: &Team) -> (PathBuf, PathBuf, String) {
+    let a = clone_with_src(t, "a");
+    let b = clone_with_src(t, "b");
     coord(&t.env, &a, "alice")
         .args(["lock", "src/**", "--ttl", "3s"])
         .ok();
@@ -403,6 +397,19 @@ fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
         pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
         !pid.trim().is_empty()
     });
+    (a, b, pid)
+}
+
+/// The process that holds a clone's claims on the remote (its renewer) killed with `kill -9`:
+/// the lease (`--ttl 3s`) lapses, and another clone waiting takes the claim over, saying from
+/// whom (stderr, `--json`, its history). When the old clone's renewer runs again, its renewal
+/// is refused: the claim is given back there and its history says who took it.
+#[test]
+fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let (a, b, pid) = alice_claims_with_a_short_lease(&t);
     // Renewed past its lease while the renewer lives.
     std::thread::sleep(std::time::Duration::from_secs(4));
     coord(&t.env, &b, "bob")
@@ -504,14 +511,7 @@ fn a_claims_file_that_cannot_be_read_keeps_its_claims_held_there() {
     let Some(t) = Team::new(Transport::Daemon) else {
         return;
     };
-    let a = clone_with_src(&t, "a");
-    let b = clone_with_src(&t, "b");
-    coord(&t.env, &a, "alice")
-        .args(["lock", "src/**", "--ttl", "3s"])
-        .ok();
-    eventually("alice's clone runs its renewer", || {
-        a.join(".coord/remote/renewer.pid").exists()
-    });
+    let (a, b, _) = alice_claims_with_a_short_lease(&t);
     let path = a.join(".coord/claims");
     let kept = std::fs::read(&path).unwrap();
     let mut grown = kept.clone();
