@@ -199,14 +199,15 @@ fn this_host(root: &Path) -> Vec<(PathBuf, Session)> {
 /// when that is a shell: a hook run by hand must not make the terminal a client session.
 pub fn hook_client_process() -> Option<ClientProcess> {
     let parent = host::invoker();
-    // Else the client itself (a shell that ran `exec coord …` became coord).
-    let pid = match is_shell_c(parent) {
-        true => host::parent_of_pid(parent)?,
-        false => parent,
+    let pid = if !is_shell(parent) {
+        // The client itself (a shell that ran `exec coord …` became coord).
+        parent
+    } else if runs_c(parent) {
+        host::parent_of_pid(parent).filter(|&pid| !is_shell(pid))?
+    } else {
+        return None;
     };
-    (pid > 1 && !is_shell(pid))
-        .then(|| ClientProcess::of(pid))
-        .flatten()
+    (pid > 1).then(|| ClientProcess::of(pid)).flatten()
 }
 
 /// Whether the client `process` runs with nobody at it (`Adapter::headless`); `false`: unknown.
@@ -226,16 +227,16 @@ fn is_shell(pid: u32) -> bool {
     host::command_name(pid).is_some_and(|name| SHELLS.contains(&name.as_str()))
 }
 
-/// Whether process `pid` is a shell running `-c` (or `-lc`): how clients run hooks.
-fn is_shell_c(pid: u32) -> bool {
-    let runs_c = |a: &String| {
+/// Whether process `pid` (a shell) runs `-c` (or `-lc`): how clients run hooks.
+fn runs_c(pid: u32) -> bool {
+    let dash_c = |a: &String| {
         a.strip_prefix('-').is_some_and(|opts| {
             !opts.starts_with('-')
                 && opts.contains('c')
                 && opts.bytes().all(|b| b.is_ascii_alphabetic())
         })
     };
-    is_shell(pid) && host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(runs_c))
+    host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(dash_c))
 }
 
 /// Record that the session `id` of `client` runs in `process` (unless already recorded), and
