@@ -393,19 +393,23 @@ pub fn startup(
     pid: Option<u32>,
 ) -> Result<Startup> {
     let _mutex = ws.lock_mutex()?;
-    ensure_index(ws.root())?;
-    let counter = read_counter(ws.root());
-    let rows = open_rows_above(ws.root(), counter).0;
+    let (rows, counter) = open_card(ws.root())?;
     start(ws, partner, task, pid, rows, counter)
+}
+
+/// The card made ready (its folder and index), its open rows and its counter, each read once.
+/// Caller holds the mutex.
+fn open_card(root: &Path) -> Result<(Vec<Row>, Option<u64>)> {
+    ensure_index(root)?;
+    let counter = read_counter(root);
+    Ok((open_rows_above(root, counter).0, counter))
 }
 
 /// A client's session start: clock in again the `online` row of the client's process `pid` on
 /// this host (a resumed session stays one row), or clock in, under one hold of the mutex.
 pub fn clock_in(ws: &Workspace, agent: &AgentId, pid: Option<u32>) -> Result<()> {
     let _mutex = ws.lock_mutex()?;
-    ensure_index(ws.root())?;
-    let counter = read_counter(ws.root());
-    let rows = open_rows_above(ws.root(), counter).0;
+    let (rows, counter) = open_card(ws.root())?;
     let ours = |r: &&Row| {
         r.partner_name == agent.id()
             && r.status == RowStatus::Online
