@@ -251,12 +251,13 @@ pub fn glance(ws: &Workspace) -> Status {
 /// What both views start from: the root, the agents as their presences say, every lock (those
 /// of removed work trees included; those made by hand found by a `walk`, or at hand), every claim,
 /// the dialogue and the files that cannot be read; and the agents' states, every lock judged and
-/// the work trees (each reads its branch once, for the locks and the agents in it).
+/// the work trees when there is a lock to place (`None` otherwise; each reads its branch once,
+/// for the locks and the agents in it).
 fn look(
     ws: &Workspace,
     now: &Timestamp,
     walk: bool,
-) -> (Status, StateCache, Vec<LockEntry>, Vec<Tree>) {
+) -> (Status, StateCache, Vec<LockEntry>, Option<Vec<Tree>>) {
     let (presences, mut unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
     let hand = match walk {
@@ -264,8 +265,11 @@ fn look(
         false => lock::HandMade::AtHand(&presences),
     };
     let entries = lock::scan_judged(ws, &mut cache, now, hand);
-    let trees = crate::worktree::trees(ws.root());
-    let locks = entries.iter().map(|e| lock_view(e, ws, now, &trees));
+    // Read only for locks to place (a session's start has no other use for them).
+    let trees = (!entries.is_empty()).then(|| crate::worktree::trees(ws.root()));
+    let locks = entries
+        .iter()
+        .map(|e| lock_view(e, ws, now, trees.as_deref().unwrap_or_default()));
     let (claims, claims_unread) = lock::claim::judged_or_unreadable(ws.root(), &mut cache, now);
     unreadable.extend(lock::unreadable(&entries, ws));
     unreadable.extend(claims_unread);
@@ -558,6 +562,8 @@ pub fn who(
 pub fn collect(ws: &Workspace, sent: Option<&(Vec<Message>, Vec<Unreadable>)>) -> Status {
     let now = clock::now();
     let (mut st, mut cache, entries, trees) = look(ws, &now, true);
+    // No lock to place: the trees are read for the agents.
+    let trees = trees.unwrap_or_else(|| crate::worktree::trees(ws.root()));
     let waiters = queue::waiters(ws.root());
     let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
     st.waits = (waiters.iter().enumerate())
