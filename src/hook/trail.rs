@@ -116,8 +116,11 @@ fn waits(call: &HookCall, reply: Option<&Reply>) -> Option<Option<String>> {
             .map(str::to_string)
     };
     match call.kind {
-        Kind::BeforeTool | Kind::AfterTool | Kind::SessionStart | Kind::SessionEnd => Some(None),
-        Kind::Prompt => Some(None),
+        Kind::BeforeTool
+        | Kind::AfterTool
+        | Kind::SessionStart
+        | Kind::SessionEnd
+        | Kind::Prompt => Some(None),
         // A stop held back (unread messages) is not the end of the turn.
         Kind::Stop if matches!(reply, Some(Reply::Block(_))) => None,
         // Nobody to ask: the client exits (`claude -p`, `codex exec`).
