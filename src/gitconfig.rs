@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::fsutil;
 
 /// Config files larger than this are not read (a config is a few hundred bytes).
-const MAX_CONFIG: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_CONFIG: u64 = 16 * 1024 * 1024;
 
 /// The value of `section.key` in config `text` (`Some(None)`: a bare `key`, a boolean true).
 pub fn last_value(text: &str, section: &str, key: &str) -> Option<Option<String>> {

@@ -119,9 +119,10 @@ fn config_file(ws: &Workspace) -> Option<PathBuf> {
 /// Whether this clone shares its claims through a remote, and which (read from the
 /// repository's git config file, without running git).
 pub fn config(ws: &Workspace) -> Option<Config> {
-    let file = config_file(ws)?;
+    let bytes = fsutil::read_capped(&config_file(ws)?, gitconfig::MAX_CONFIG).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     let get = |key: &str| {
-        gitconfig::file_value(&file, "coord", key)
+        gitconfig::last_value(&text, "coord", key)
             .flatten()
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
