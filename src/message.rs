@@ -324,10 +324,13 @@ pub fn unread_counts(
     ws: &Workspace,
     agents: &[String],
 ) -> (BTreeMap<String, usize>, Vec<Unreadable>) {
-    let known: Vec<Known> = agents.iter().map(|a| Known::of(ws.root(), a)).collect();
-    let settled = |id: &str| !known.is_empty() && known.iter().all(|k| k.settled(id));
+    // Each agent's read marks are read once there is a message to judge.
+    let known = std::cell::OnceCell::new();
+    let marks = || known.get_or_init(|| marks_of(ws, agents));
+    let settled = |id: &str| !agents.is_empty() && marks().iter().all(|k| k.settled(id));
     let (all, skipped) = scan(ws.root(), settled).unwrap_or_default();
-    (count_unread(agents, &known, &all), skipped)
+    let marks = || known.into_inner().unwrap_or_else(|| marks_of(ws, agents));
+    (count_unread(agents, marks, &all), skipped)
 }
 
 /// [`unread_counts`] among `all`, every message read already (a live view keeps them).
@@ -336,12 +339,24 @@ pub fn unread_counts_among(
     agents: &[String],
     all: &[Message],
 ) -> BTreeMap<String, usize> {
-    let known: Vec<Known> = agents.iter().map(|a| Known::of(ws.root(), a)).collect();
-    count_unread(agents, &known, all)
+    count_unread(agents, || marks_of(ws, agents), all)
 }
 
-fn count_unread(agents: &[String], known: &[Known], all: &[Message]) -> BTreeMap<String, usize> {
-    let counts = agents.iter().zip(known).map(|(agent, known)| {
+fn marks_of(ws: &Workspace, agents: &[String]) -> Vec<Known> {
+    agents.iter().map(|a| Known::of(ws.root(), a)).collect()
+}
+
+/// How many of `all` each agent has not read; their marks (`known`) are read only when `all`
+/// holds a message.
+fn count_unread(
+    agents: &[String],
+    known: impl FnOnce() -> Vec<Known>,
+    all: &[Message],
+) -> BTreeMap<String, usize> {
+    if all.is_empty() {
+        return agents.iter().map(|a| (a.clone(), 0)).collect();
+    }
+    let counts = agents.iter().zip(known()).map(|(agent, known)| {
         let n = (all.iter())
             .filter(|m| is_unread(m, agent, &known.read))
             .count();

@@ -616,9 +616,10 @@ pub fn collect(ws: &Workspace, sent: Option<&(Vec<Message>, Vec<Unreadable>)>) -
     settle_lock_status(&mut st.agents, holding, &waiters);
     let several = trees.len() > 1;
     st.shared_root = shared_root(ws.root()).display().to_string();
+    let mut waiting = crate::history::waiting(ws.root());
     for a in &mut st.agents {
         // An agent that clocked out waits for no one, whatever a file left behind says.
-        a.needs_user = crate::history::needs_user(ws.root(), &a.agent)
+        a.needs_user = (waiting.remove(&a.agent))
             .filter(|_| a.status != presence::AgentState::Finished.as_str());
         let top = a.worktree.clone().unwrap_or_else(|| st.shared_root.clone());
         let tree = trees.iter().find(|t| t.top.as_os_str() == top.as_str());

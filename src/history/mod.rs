@@ -8,7 +8,7 @@ pub mod ending;
 mod needs;
 mod read;
 
-pub use needs::{NeedsUser, needs_user, set_needs_user};
+pub use needs::{NeedsUser, set_needs_user, waiting};
 pub use read::{Filter, Position, Tail, read, since, trim};
 
 use std::path::Path;

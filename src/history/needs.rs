@@ -1,6 +1,7 @@
 //! Who needs a human: an agent whose client waits for its user (a permission prompt, a
 //! question, the end of its turn), since when and what it asks.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -8,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{Event, Kind, record};
 use crate::fsutil;
 use crate::layout;
+use crate::workspace::is_valid_agent_id;
 
 /// An agent waiting for its user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,9 +21,20 @@ pub struct NeedsUser {
 }
 
 /// What `agent` waits for its user for, if it does (an unreadable file is no waiting).
-pub fn needs_user(root: &Path, agent: &str) -> Option<NeedsUser> {
+fn needs_user(root: &Path, agent: &str) -> Option<NeedsUser> {
     let bytes = fsutil::read_capped(&file(root, agent), 16 * 1024).ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+/// Every agent waiting for its user, from one listing of the folder (no folder: nobody).
+pub fn waiting(root: &Path) -> HashMap<String, NeedsUser> {
+    let dir = layout::needs_user_dir(&crate::worktree::shared_root(root));
+    let names = fsutil::list_names(&dir).unwrap_or_default().into_iter();
+    // Only an agent's id names its file (not a writer's temporary file).
+    let agents = names.filter_map(|n| n.into_string().ok().filter(|n| is_valid_agent_id(n)));
+    agents
+        .filter_map(|agent| Some((agent.clone(), needs_user(root, &agent)?)))
+        .collect()
 }
 
 fn file(root: &Path, agent: &str) -> PathBuf {
