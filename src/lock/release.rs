@@ -10,7 +10,8 @@ use serde::Serialize;
 use super::remote_claim::{self, Marked, RemoteRelease};
 use super::scan::{Listing, lookup_roster};
 use super::{
-    LockEntry, LockState, classify, index, list_locks_each, own_locks_listed, scan_tree, take_over,
+    ClientSession, LockEntry, LockState, classify, follows_other_process, index, list_locks_each,
+    own_locks_listed, scan_tree, take_over,
 };
 use crate::clock;
 use crate::error::Refusal;
@@ -144,6 +145,7 @@ fn release_files(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut g = Gathered::default();
+    let runs_in = crate::identity::runs_in();
     // Each folder listed once, in every work tree (killed processes' temporary files swept too).
     let roster = lookup_roster(ws.root())?;
     let listing = Listing {
@@ -155,7 +157,12 @@ fn release_files(
         entries.retain(|e| !g.done.contains(&e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = match verdict(&entries, |e| e, agent.id(), force) {
-            Ok(i) => g.ours(&target.rel, &entries[i]),
+            // Another live process of ours holds it: not ours to give back (left out of "all").
+            Ok(i) => match held_elsewhere(&entries[i], runs_in.as_ref()) {
+                Some(_) if all => continue,
+                Some(held) => held,
+                None => g.ours(&target.rel, &entries[i]),
+            },
             // No lock file in any work tree: an entry of ours left for it goes.
             Err(ReleaseOutcome::NotLocked) => {
                 index::forget(ws.root(), &target.rel, agent.id());
@@ -233,6 +240,22 @@ pub(super) fn verdict<'e, T>(
         ReleaseOutcome::ForcedStale {
             from: from.join(", "),
         }
+    })
+}
+
+/// Our lock or claim `e`, when it follows another live process of our name (a `coord run`, a
+/// `coord session`, another client session): who holds it, as a release refused reports it.
+pub(super) fn held_elsewhere(
+    e: &LockEntry,
+    runs_in: Option<&ClientSession>,
+) -> Option<ReleaseOutcome> {
+    if e.state == LockState::Stale || !follows_other_process(e, None, runs_in) {
+        return None;
+    }
+    let (pid, _) = e.process()?;
+    Some(ReleaseOutcome::HeldByOther {
+        holder: format!("{} (process {pid})", e.holder()),
+        state: e.state,
     })
 }
 
