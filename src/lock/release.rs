@@ -317,12 +317,19 @@ pub enum Fence {
 }
 
 /// The fence of `agent`'s lock on `target`: coord's by its token, a hand-made one by its file.
+/// A lock of `agent` that follows another of its processes still running is that process's, not
+/// this one's to edit under.
 pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
-    if let Some(token) = own_token(target, agent) {
-        return Some(Fence::Token(token));
+    let runs_in = crate::identity::runs_in();
+    let ours = |e: &LockEntry| !follows_running_process(e, runs_in.as_ref());
+    let path = layout::lock_file(&target.abs, agent.id());
+    if let Some(e) = LockEntry::read(path, target.rel.clone(), agent.id().to_string())
+        && let Some(token) = e.token()
+    {
+        return ours(&e).then(|| Fence::Token(token.to_string()));
     }
     let mut mine: Vec<LockEntry> = (super::locks_of(target).into_iter())
-        .filter(|e| e.agent == agent.id())
+        .filter(|e| e.agent == agent.id() && ours(e))
         .collect();
     // The canonical spelling first, then the others in name order.
     let canonical = layout::lock_file(&target.abs, agent.id());
@@ -335,6 +342,15 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         let path = e.lock_path;
         Some(Fence::File { path, seen })
     })
+}
+
+/// Whether our lock `e` follows another process of ours ([`follows_other_process`]) that has not
+/// been seen gone (one on another host cannot be checked: it is taken to run).
+fn follows_running_process(e: &LockEntry, runs_in: Option<&ClientSession>) -> bool {
+    follows_other_process(e, None, runs_in)
+        && !(e.process()).is_some_and(|(pid, h)| {
+            crate::host::recorded_process_gone_since(pid, h, e.process_start())
+        })
 }
 
 /// Whether `agent` still holds `target` under `fence`. Caller holds the mutex.

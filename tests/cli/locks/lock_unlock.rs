@@ -439,6 +439,45 @@ fn a_lock_of_another_live_process_of_the_same_agent_is_not_released_from_elsewhe
         .ok();
 }
 
+/// Nor is such a lock another process's to edit under: `write`, `note` and `restore` of the same
+/// agent from elsewhere are refused (exit 3) and change nothing while the run's command edits
+/// the file; once the run is over, they go through.
+#[test]
+fn write_note_and_restore_do_not_edit_under_another_live_process_of_the_same_agent() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    let script = ": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; echo run >> f.txt";
+    let runner = (env.agent("claude"))
+        .args(["run", "f.txt", "--", "/bin/sh", "-c", script])
+        .spawn();
+    eventually("the run holds its lock", || env.exists("f.txt.lock.claude"));
+    eventually("the run's command started", || env.exists("started"));
+    env.write("f.txt.bak", "old\n");
+    (env.agent("claude").args(["write", "f.txt"]))
+        .stdin("new\n")
+        .code(3);
+    (env.agent("claude")
+        .args(["note", "f.txt", "hello", "--no-wait"]))
+    .code(3)
+    .stderr_has("(process ");
+    (env.agent("claude").args(["restore", "f.txt", "--no-wait"]))
+        .code(3)
+        .stderr_has("(process ");
+    assert_eq!(env.read("f.txt"), "x\n");
+    env.write("stop", "");
+    let out = runner.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.read("f.txt"), "x\nrun\n");
+    env.agent("claude")
+        .args(["note", "f.txt", "hello", "--no-wait"])
+        .ok();
+}
+
 /// One agent name used from two shells excludes nothing: the second `lock` refreshes the lock,
 /// and says so on stderr; the same shell refreshing its own lock is quiet.
 #[test]
