@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use super::release::held_elsewhere;
 use super::remote_claim::{self, Marked};
 use super::{LockEntry, Release, ReleaseOutcome, classify};
 use crate::clock::{self, Timestamp};
@@ -212,9 +213,15 @@ pub(super) fn release_here(
     let me = agent.id();
     let mut gone = vec![false; all.len()];
     let (mut out, mut marked) = (Vec::new(), Vec::new());
+    let runs_in = crate::identity::runs_in();
     match which {
         Which::All => {
+            classify(root, &mut all, &mut StateCache::default(), &clock::now());
             for i in (0..all.len()).filter(|&i| all[i].agent == me) {
+                // Another live process of ours holds it: not ours to give back.
+                if held_elsewhere(&all[i], runs_in.as_ref()).is_some() {
+                    continue;
+                }
                 let outcome = ours(&all, i, &mut gone, &mut marked);
                 out.push(Release::new(&all[i].file, true, outcome));
             }
@@ -226,7 +233,10 @@ pub(super) fn release_here(
                     .filter(|&i| all[i].file == p.as_str())
                     .collect();
                 let outcome = match super::release::verdict(&same, |&i| &all[i], me, force) {
-                    Ok(j) => ours(&all, same[j], &mut gone, &mut marked),
+                    Ok(j) => match held_elsewhere(&all[same[j]], runs_in.as_ref()) {
+                        Some(held) => held,
+                        None => ours(&all, same[j], &mut gone, &mut marked),
+                    },
                     Err(forced @ ReleaseOutcome::ForcedStale { .. }) => {
                         same.iter().for_each(|&i| gone[i] = true);
                         forced

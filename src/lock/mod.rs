@@ -242,6 +242,33 @@ impl LockEntry {
     }
 }
 
+/// Whether `m`, a lock or claim of our own name that is not STALE, follows a live process other
+/// than this one (or `owner`, the process we lock for) and its ancestors: a `coord run`, a `coord
+/// session`, another client session. Two processes of one agent exclude each other, so it is
+/// neither refreshed nor given back by this one.
+pub(crate) fn follows_other_process(
+    m: &LockEntry,
+    owner: Option<u32>,
+    runs_in: Option<&ClientSession>,
+) -> bool {
+    let Some((pid, h)) = m.process() else {
+        return false;
+    };
+    if h != crate::host::hostname() {
+        return true;
+    }
+    if owner == Some(pid) || pid == crate::host::pid() {
+        return false;
+    }
+    // Taken in the client session we run in (Codex's sandbox hides our ancestors).
+    if let Some((client, session)) = m.client_session()
+        && runs_in.is_some_and(|c| c.client == client && c.session == session)
+    {
+        return false;
+    }
+    !crate::host::is_ancestor(pid)
+}
+
 /// Why a lock file whose name is not UTF-8 is flagged.
 const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the bad bytes)";
 

@@ -10,7 +10,8 @@ use serde::Serialize;
 use super::remote_claim::{self, Marked, RemoteRelease};
 use super::scan::{Listing, lookup_roster};
 use super::{
-    LockEntry, LockState, classify, index, list_locks_each, own_locks_listed, scan_tree, take_over,
+    ClientSession, LockEntry, LockState, classify, follows_other_process, index, list_locks_each,
+    own_locks_listed, scan_tree, take_over,
 };
 use crate::clock;
 use crate::error::Refusal;
@@ -144,6 +145,7 @@ fn release_files(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut g = Gathered::default();
+    let runs_in = crate::identity::runs_in();
     // Each folder listed once, in every work tree (killed processes' temporary files swept too).
     let roster = lookup_roster(ws.root())?;
     let listing = Listing {
@@ -155,7 +157,12 @@ fn release_files(
         entries.retain(|e| !g.done.contains(&e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = match verdict(&entries, |e| e, agent.id(), force) {
-            Ok(i) => g.ours(&target.rel, &entries[i]),
+            // Another live process of ours holds it: not ours to give back (left out of "all").
+            Ok(i) => match held_elsewhere(&entries[i], runs_in.as_ref()) {
+                Some(_) if all => continue,
+                Some(held) => held,
+                None => g.ours(&target.rel, &entries[i]),
+            },
             // No lock file in any work tree: an entry of ours left for it goes.
             Err(ReleaseOutcome::NotLocked) => {
                 index::forget(ws.root(), &target.rel, agent.id());
@@ -236,6 +243,22 @@ pub(super) fn verdict<'e, T>(
     })
 }
 
+/// Our lock or claim `e`, when it follows another live process of our name (a `coord run`, a
+/// `coord session`, another client session): who holds it, as a release refused reports it.
+pub(super) fn held_elsewhere(
+    e: &LockEntry,
+    runs_in: Option<&ClientSession>,
+) -> Option<ReleaseOutcome> {
+    if e.state == LockState::Stale || !follows_other_process(e, None, runs_in) {
+        return None;
+    }
+    let (pid, _) = e.process()?;
+    Some(ReleaseOutcome::HeldByOther {
+        holder: format!("{} (process {pid})", e.holder()),
+        state: e.state,
+    })
+}
+
 /// Release locks this process took, by compare-and-delete of their tokens; `record`: in history.
 pub fn release_tokens(
     ws: &Workspace,
@@ -294,12 +317,19 @@ pub enum Fence {
 }
 
 /// The fence of `agent`'s lock on `target`: coord's by its token, a hand-made one by its file.
+/// A lock of `agent` that follows another of its processes still running is that process's, not
+/// this one's to edit under.
 pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
-    if let Some(token) = own_token(target, agent) {
-        return Some(Fence::Token(token));
+    let runs_in = crate::identity::runs_in();
+    let ours = |e: &LockEntry| !follows_running_process(e, runs_in.as_ref());
+    let path = layout::lock_file(&target.abs, agent.id());
+    if let Some(e) = LockEntry::read(path, target.rel.clone(), agent.id().to_string())
+        && let Some(token) = e.token()
+    {
+        return ours(&e).then(|| Fence::Token(token.to_string()));
     }
     let mut mine: Vec<LockEntry> = (super::locks_of(target).into_iter())
-        .filter(|e| e.agent == agent.id())
+        .filter(|e| e.agent == agent.id() && ours(e))
         .collect();
     // The canonical spelling first, then the others in name order.
     let canonical = layout::lock_file(&target.abs, agent.id());
@@ -312,6 +342,15 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         let path = e.lock_path;
         Some(Fence::File { path, seen })
     })
+}
+
+/// Whether our lock `e` follows another process of ours ([`follows_other_process`]) that has not
+/// been seen gone (one on another host cannot be checked: it is taken to run).
+fn follows_running_process(e: &LockEntry, runs_in: Option<&ClientSession>) -> bool {
+    follows_other_process(e, None, runs_in)
+        && !(e.process()).is_some_and(|(pid, h)| {
+            crate::host::recorded_process_gone_since(pid, h, e.process_start())
+        })
 }
 
 /// Whether `agent` still holds `target` under `fence`. Caller holds the mutex.

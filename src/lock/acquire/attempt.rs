@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use super::super::scan::{Listing, lookup_roster, scan_folder, tops};
 use super::super::{
-    LockEntry, LockState, claim, classify, index, join_roster, list_locks_each, own_locks_listed,
-    remote_claim, take_over,
+    LockEntry, LockState, claim, classify, follows_other_process, index, join_roster,
+    list_locks_each, own_locks_listed, remote_claim, take_over,
 };
 use super::blocker::{blocker_of, claim_blocker};
 use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver, Tries};
@@ -200,10 +200,10 @@ impl<'a> Try<'a> {
         // Our own name is not enough on a lock of another live process of ours (`coord run`,
         // `coord session`): two processes of one agent exclude each other too.
         let live_mine = mine.iter().filter(|m| m.state != LockState::Stale);
-        if let Some(other) = live_mine
-            .clone()
-            .find(|m| held_by_other_process(m, self.req))
-        {
+        if let Some(other) = live_mine.clone().find(|m| {
+            let owner = self.req.owner.as_ref().map(|o| o.pid);
+            follows_other_process(m, owner, self.req.runs_in.as_ref())
+        }) {
             let mut b = blocker_of(root, other, &self.now);
             if let Some((pid, _)) = other.process() {
                 b.holder = format!("{} (process {pid})", b.holder);
@@ -504,26 +504,6 @@ impl<'a> Try<'a> {
 fn token_of(mine: Option<&LockEntry>) -> String {
     (mine.and_then(LockEntry::token))
         .map_or_else(|| format!("{:016x}", host::random_u64()), str::to_string)
-}
-
-/// Whether our own lock `m` follows a live process other than this one and its ancestors.
-fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
-    let Some((pid, h)) = m.process() else {
-        return false;
-    };
-    if h != host::hostname() {
-        return true;
-    }
-    if req.owner.as_ref().is_some_and(|o| o.pid == pid) || pid == host::pid() {
-        return false;
-    }
-    // Taken in the client session we run in (Codex's sandbox hides our ancestors).
-    if let Some((client, session)) = m.client_session()
-        && (req.runs_in.as_ref()).is_some_and(|c| c.client == client && c.session == session)
-    {
-        return false;
-    }
-    !host::is_ancestor(pid)
 }
 
 /// Where our refreshed lock `m` was taken, when another origin (a shell or session of one name):

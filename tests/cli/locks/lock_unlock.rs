@@ -382,6 +382,102 @@ fn a_lock_held_by_another_process_of_the_same_agent_is_not_shared() {
         .ok();
 }
 
+/// A lock and a claim that follow another live process of the same agent (a `coord run` here)
+/// are not that name's to give back from elsewhere: `unlock FILE` and `unlock PATTERN` are
+/// refused (exit 3), and `unlock` of everything and the end of a client's turn (`Stop`) under
+/// that name leave them, so that nobody takes the files while the run's command still edits them.
+#[test]
+fn a_lock_of_another_live_process_of_the_same_agent_is_not_released_from_elsewhere() {
+    let env = Env::new();
+    env.write("f.txt", "x");
+    env.write("src/a.rs", "a");
+    let script =
+        ": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done";
+    let runner = (env.agent("claude"))
+        .args(["run", "f.txt", "src/", "--", "/bin/sh", "-c", script])
+        .spawn();
+    eventually("the run holds its lock and claim", || env.exists("started"));
+    let held = |env: &Env| {
+        env.agent("bob")
+            .args(["lock", "f.txt", "--no-wait"])
+            .code(3);
+        env.agent("bob")
+            .args(["lock", "src/a.rs", "--no-wait"])
+            .code(3);
+        assert!(env.exists("f.txt.lock.claude"));
+    };
+    env.agent("claude")
+        .args(["unlock", "f.txt"])
+        .code(3)
+        .stderr_has("(process ");
+    env.agent("claude")
+        .args(["unlock", "src/"])
+        .code(3)
+        .stderr_has("(process ");
+    held(&env);
+    env.agent("claude").args(["unlock"]).ok();
+    held(&env);
+    let cwd = env.root().display().to_string();
+    let stop = serde_json::json!({"session_id": "5e55a0b1-0000", "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": false});
+    (env.agent("claude"))
+        .args(["hook", "claude"])
+        .stdin(stop.to_string())
+        .ok();
+    held(&env);
+    // The run ends: it releases both, and they are free.
+    env.write("stop", "");
+    let out = runner.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("taken over"));
+    env.agent("bob")
+        .args(["lock", "f.txt", "src/a.rs", "--no-wait"])
+        .ok();
+}
+
+/// Nor is such a lock another process's to edit under: `write`, `note` and `restore` of the same
+/// agent from elsewhere are refused (exit 3) and change nothing while the run's command edits
+/// the file; once the run is over, they go through.
+#[test]
+fn write_note_and_restore_do_not_edit_under_another_live_process_of_the_same_agent() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    let script = ": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; echo run >> f.txt";
+    let runner = (env.agent("claude"))
+        .args(["run", "f.txt", "--", "/bin/sh", "-c", script])
+        .spawn();
+    eventually("the run holds its lock", || env.exists("f.txt.lock.claude"));
+    eventually("the run's command started", || env.exists("started"));
+    env.write("f.txt.bak", "old\n");
+    (env.agent("claude").args(["write", "f.txt"]))
+        .stdin("new\n")
+        .code(3);
+    (env.agent("claude")
+        .args(["note", "f.txt", "hello", "--no-wait"]))
+    .code(3)
+    .stderr_has("(process ");
+    (env.agent("claude").args(["restore", "f.txt", "--no-wait"]))
+        .code(3)
+        .stderr_has("(process ");
+    assert_eq!(env.read("f.txt"), "x\n");
+    env.write("stop", "");
+    let out = runner.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.read("f.txt"), "x\nrun\n");
+    env.agent("claude")
+        .args(["note", "f.txt", "hello", "--no-wait"])
+        .ok();
+}
+
 /// One agent name used from two shells excludes nothing: the second `lock` refreshes the lock,
 /// and says so on stderr; the same shell refreshing its own lock is quiet.
 #[test]
