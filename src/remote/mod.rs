@@ -814,9 +814,15 @@ pub fn claims_on(ws: &Workspace, paths: &[&str]) -> Vec<RemoteClaim> {
 /// How long ago the remote was last read, from `.coord/remote/claims` (`None`: never, or not
 /// shared here): with [`max_age`], whether a hook should have it read again.
 pub fn synced_age(ws: &Workspace) -> Option<Duration> {
+    synced_time(ws).map(|at| clock::age(&clock::now(), &at))
+}
+
+/// When the remote was last read, from `.coord/remote/claims` (`None`: never, or not shared
+/// here).
+fn synced_time(ws: &Workspace) -> Option<Timestamp> {
     let cfg = config(ws)?;
     let (synced, _) = state::read_index(ws.root(), &cfg.remote, |_| false)?;
-    (synced > 0).then(|| clock::age(&clock::now(), &epoch(synced)))
+    (synced > 0).then(|| epoch(synced))
 }
 
 /// The longest a reader waits for the remote to be read again ([`refresh`]) before it judges
@@ -824,13 +830,16 @@ pub fn synced_age(ws: &Workspace) -> Option<Duration> {
 pub const REFRESH_WAIT: Duration = Duration::from_secs(1);
 
 /// Have the remote read again when the state last synced is older than `older` (or was never
-/// read): `coord remote sync --background` started detached, waited for at most
+/// read, or was read at a time this clock has not reached yet): `coord remote sync --background` started detached, waited for at most
 /// [`REFRESH_WAIT`]; one already under way (its kernel lock, `.coord/remote/sync`) is waited for
 /// instead. Nothing is done where claims are not shared. `Some(warning)`: the remote could not
 /// be read in time, saying how old the state judged by is.
 pub fn refresh(ws: &Workspace, older: Duration) -> Option<String> {
     let cfg = config(ws)?;
-    if synced_age(ws).is_some_and(|a| a <= older) {
+    // A read stamped later than this clock reads now (it was set back since) is read again:
+    // its age says nothing.
+    let now = clock::now();
+    if synced_time(ws).is_some_and(|at| at <= now && clock::age(&now, &at) <= older) {
         return None;
     }
     let read = sync_lock(ws).is_ok_and(|lock| {

@@ -124,6 +124,17 @@ impl State {
         }
     }
 
+    /// Whether the last read here began no later than `t`, as far as this clock can tell: never
+    /// read, read at or before `t`, or stamped later than this clock reads now (the clock was
+    /// set back since, or the file was written elsewhere: that read is no later one, and a view
+    /// that only a later read could replace would never be read again).
+    pub fn synced_by(&self, t: &Timestamp) -> bool {
+        self.synced_at
+            .as_deref()
+            .and_then(clock::parse_timestamp)
+            .is_none_or(|at| at <= *t || at > clock::now())
+    }
+
     /// How long ago the last read began, as of `now`.
     pub fn age(&self, now: &Timestamp) -> Option<Duration> {
         let at = clock::parse_timestamp(self.synced_at.as_deref()?)?;
