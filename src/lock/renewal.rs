@@ -127,8 +127,9 @@ impl Round {
             ..Round::default()
         };
         let there: Vec<&RemoteClaim> = view.claims.iter().filter(|c| c.mine).collect();
+        let ahead = stamped_ahead(ws, &cfg, &now);
         let Ok(marked) = marked_here(ws, &cfg.remote, &mut cache, &now) else {
-            round.keep_unseen(&there, &now);
+            round.keep_unseen(&there, &ahead, &now);
             return Some(round);
         };
         for (e, kind) in marked {
@@ -152,7 +153,9 @@ impl Round {
             }
             let record =
                 (there.iter()).find(|c| c.holder.agent == agent && c.pattern.as_str() == e.file);
-            let due = record.is_none_or(|c| due(&c.lease_until, lease, &now));
+            let due = record.is_none_or(|c| {
+                due(&c.lease_until, lease, &now) || ahead.contains(&(agent.clone(), e.file.clone()))
+            });
             if due {
                 round
                     .due
@@ -179,7 +182,12 @@ impl Round {
 
     /// `.coord/claims` cannot be read, so who holds what here is unknown: every record of this
     /// clone there is kept, renewed when due, and none released (its holder may hold it still).
-    fn keep_unseen(&mut self, there: &[&RemoteClaim], now: &Timestamp) {
+    fn keep_unseen(
+        &mut self,
+        there: &[&RemoteClaim],
+        ahead: &BTreeSet<(String, String)>,
+        now: &Timestamp,
+    ) {
         for c in there {
             let held = Held {
                 kind: c.kind,
@@ -189,7 +197,8 @@ impl Round {
                 reason: c.reason.clone(),
             };
             let agent = c.holder.agent.clone();
-            if due(&c.lease_until, held.lease, now) {
+            let key = (agent.clone(), held.text.clone());
+            if due(&c.lease_until, held.lease, now) || ahead.contains(&key) {
                 self.due
                     .entry(agent.clone())
                     .or_default()
@@ -262,6 +271,31 @@ impl Round {
 fn due(until: &Timestamp, lease: Duration, now: &Timestamp) -> bool {
     let left = (*until - *now).to_std().unwrap_or_default();
     left <= lease.saturating_sub(lease / 3)
+}
+
+/// This clone's records on the remote that this clock first saw later than `now`, as (agent,
+/// pattern): stamped before the clock was set back, their lease would end here later than on
+/// the other clones, which count it from when they saw them (it would lapse there before it
+/// came due here): they are renewed at once.
+fn stamped_ahead(
+    ws: &Workspace,
+    cfg: &remote::Config,
+    now: &Timestamp,
+) -> BTreeSet<(String, String)> {
+    let (Some(me), Some(state)) = (
+        cfg.clone_id.as_deref(),
+        remote::state::read(ws.root(), &cfg.remote),
+    ) else {
+        return BTreeSet::new();
+    };
+    (state.claims.iter())
+        .filter(|c| c.record.holder.clone == me)
+        .filter(|c| clock::parse_timestamp(&c.seen).is_some_and(|seen| seen > *now))
+        .map(|c| {
+            let pattern = pattern_of(c.record.kind, c.record.text());
+            (c.record.holder.agent.clone(), pattern.as_str().to_string())
+        })
+        .collect()
 }
 
 /// This clone's claims and locks marked as published through `remote`, judged, each with its
