@@ -48,7 +48,7 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
     let mut retry_at: Option<Instant> = None;
     // The records seen without a holder here at the last look: released only when seen so
     // twice, so that a `coord unlock` between its release here and its push there is not raced.
-    let mut orphans: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut orphans: BTreeSet<Orphan> = BTreeSet::new();
     loop {
         if crate::wait::stop_requested().is_some() {
             let _ = fsutil::remove(&layout::remote_renewer_pid(&shared));
@@ -107,8 +107,19 @@ struct Round {
     live: BTreeMap<String, Vec<Held>>,
     /// Of those, the ones due for renewal.
     due: BTreeMap<String, Vec<Held>>,
-    /// Records of this clone there whose holder here is gone or STALE, still within their lease.
-    release: BTreeMap<String, Vec<Pattern>>,
+    /// Records of this clone there whose holder here is gone or STALE, still within their lease,
+    /// each with its version (blob) as last read.
+    release: BTreeMap<String, Vec<(Pattern, String)>>,
+}
+
+/// A record released by the renewer: (agent, pattern, version).
+type Orphan = (String, String, String);
+
+/// One of this clone's records as last read: its version (blob), and whether this clock first
+/// saw it later than it reads now.
+struct Version {
+    blob: String,
+    ahead: bool,
 }
 
 impl Round {
@@ -127,7 +138,10 @@ impl Round {
             ..Round::default()
         };
         let there: Vec<&RemoteClaim> = view.claims.iter().filter(|c| c.mine).collect();
-        let ahead = stamped_ahead(ws, &cfg, &now);
+        let versions = own_versions(ws, &cfg, &now);
+        let ahead = |agent: &str, text: &str| {
+            (versions.get(&(agent.to_string(), text.to_string()))).is_some_and(|v| v.ahead)
+        };
         let Ok(marked) = marked_here(ws, &cfg.remote, &mut cache, &now) else {
             round.keep_unseen(&there, &ahead, &now);
             return Some(round);
@@ -153,9 +167,8 @@ impl Round {
             }
             let record =
                 (there.iter()).find(|c| c.holder.agent == agent && c.pattern.as_str() == e.file);
-            let due = record.is_none_or(|c| {
-                due(&c.lease_until, lease, &now) || ahead.contains(&(agent.clone(), e.file.clone()))
-            });
+            let due =
+                record.is_none_or(|c| due(&c.lease_until, lease, &now) || ahead(&agent, &e.file));
             if due {
                 round
                     .due
@@ -168,13 +181,16 @@ impl Round {
         for c in there.iter().filter(|c| c.lease_until > now) {
             let agent = &c.holder.agent;
             let here = held_here(ws, agent, c.kind, c.pattern.as_str(), &mut cache, &now);
-            if here.is_ok_and(|h| h.is_none_or(|e| e.state == LockState::Stale)) {
+            let version = versions.get(&(agent.clone(), c.pattern.as_str().to_string()));
+            if let Some(v) = version
+                && here.is_ok_and(|h| h.is_none_or(|e| e.state == LockState::Stale))
+            {
                 let pattern = pattern_of(c.kind, c.pattern.as_str());
                 round
                     .release
                     .entry(agent.clone())
                     .or_default()
-                    .push(pattern);
+                    .push((pattern, v.blob.clone()));
             }
         }
         Some(round)
@@ -185,7 +201,7 @@ impl Round {
     fn keep_unseen(
         &mut self,
         there: &[&RemoteClaim],
-        ahead: &BTreeSet<(String, String)>,
+        ahead: &dyn Fn(&str, &str) -> bool,
         now: &Timestamp,
     ) {
         for c in there {
@@ -197,8 +213,7 @@ impl Round {
                 reason: c.reason.clone(),
             };
             let agent = c.holder.agent.clone();
-            let key = (agent.clone(), held.text.clone());
-            if due(&c.lease_until, held.lease, now) || ahead.contains(&key) {
+            if due(&c.lease_until, held.lease, now) || ahead(&agent, &held.text) {
                 self.due
                     .entry(agent.clone())
                     .or_default()
@@ -208,17 +223,21 @@ impl Round {
         }
     }
 
-    /// The records to release there, as (agent, pattern) pairs.
-    fn orphans(&self) -> BTreeSet<(String, String)> {
+    /// The records to release there, as (agent, pattern, version).
+    fn orphans(&self) -> BTreeSet<Orphan> {
         (self.release.iter())
-            .flat_map(|(a, ps)| ps.iter().map(move |p| (a.clone(), p.as_str().to_string())))
+            .flat_map(|(a, ps)| {
+                (ps.iter()).map(move |(p, v)| (a.clone(), p.as_str().to_string(), v.clone()))
+            })
             .collect()
     }
 
-    /// Keep to release only the records among `seen`.
-    fn release_only(&mut self, seen: &BTreeSet<(String, String)>) {
+    /// Keep to release only the records among `seen`, at the same version.
+    fn release_only(&mut self, seen: &BTreeSet<Orphan>) {
         for (agent, patterns) in &mut self.release {
-            patterns.retain(|p| seen.contains(&(agent.clone(), p.as_str().to_string())));
+            patterns.retain(|(p, v)| {
+                seen.contains(&(agent.clone(), p.as_str().to_string(), v.clone()))
+            });
         }
         self.release.retain(|_, ps| !ps.is_empty());
     }
@@ -235,13 +254,15 @@ impl Round {
             .max(MIN_POLL)
     }
 
-    /// Release what is held by nobody here, renew what is due (one push per agent each).
+    /// Release what is held by nobody here, each only at the version seen so (a lock taken
+    /// here since publishes a new one, which stays), renew what is due (one push per agent
+    /// each).
     fn act(&self, ws: &Workspace) -> Result<()> {
-        for (agent, patterns) in &self.release {
+        for (agent, versions) in &self.release {
             let Ok(id) = AgentId::parse(agent) else {
                 continue;
             };
-            remote::release(ws, std::slice::from_ref(&id), Some(patterns))?;
+            remote::release_versions(ws, &id, versions)?;
         }
         for (agent, held) in &self.due {
             let Ok(id) = AgentId::parse(agent) else {
@@ -273,27 +294,32 @@ fn due(until: &Timestamp, lease: Duration, now: &Timestamp) -> bool {
     left <= lease.saturating_sub(lease / 3)
 }
 
-/// This clone's records on the remote that this clock first saw later than `now`, as (agent,
-/// pattern): stamped before the clock was set back, their lease would end here later than on
-/// the other clones, which count it from when they saw them (it would lapse there before it
-/// came due here): they are renewed at once.
-fn stamped_ahead(
+/// This clone's records on the remote as last read, by (agent, pattern): each version, and
+/// whether this clock first saw it later than `now`. Such a record was stamped before the
+/// clock was set back: its lease would end here later than on the other clones, which count it
+/// from when they saw it (it would lapse there before it came due here), so it is renewed at
+/// once.
+fn own_versions(
     ws: &Workspace,
     cfg: &remote::Config,
     now: &Timestamp,
-) -> BTreeSet<(String, String)> {
+) -> BTreeMap<(String, String), Version> {
     let (Some(me), Some(state)) = (
         cfg.clone_id.as_deref(),
         remote::state::read(ws.root(), &cfg.remote),
     ) else {
-        return BTreeSet::new();
+        return BTreeMap::new();
     };
     (state.claims.iter())
         .filter(|c| c.record.holder.clone == me)
-        .filter(|c| clock::parse_timestamp(&c.seen).is_some_and(|seen| seen > *now))
         .map(|c| {
             let pattern = pattern_of(c.record.kind, c.record.text());
-            (c.record.holder.agent.clone(), pattern.as_str().to_string())
+            let version = Version {
+                blob: c.blob.clone(),
+                ahead: clock::parse_timestamp(&c.seen).is_some_and(|seen| seen > *now),
+            };
+            let key = (c.record.holder.agent.clone(), pattern.as_str().to_string());
+            (key, version)
         })
         .collect()
 }
@@ -404,8 +430,8 @@ mod tests {
             r.release.insert(
                 "a".into(),
                 vec![
-                    Pattern::parse("src/**").unwrap(),
-                    Pattern::parse("x/").unwrap(),
+                    (Pattern::parse("src/**").unwrap(), "v1".to_string()),
+                    (Pattern::parse("x/").unwrap(), "v2".to_string()),
                 ],
             );
             r
@@ -418,8 +444,15 @@ mod tests {
         second.release_only(&seen);
         assert_eq!(second.release["a"].len(), 2);
         let mut third = round();
-        third.release_only(&[("a".to_string(), "x/**".to_string())].into());
-        assert_eq!(third.release["a"], vec![Pattern::parse("x/").unwrap()]);
+        third.release_only(&[("a".to_string(), "x/**".to_string(), "v2".to_string())].into());
+        assert_eq!(
+            third.release["a"],
+            vec![(Pattern::parse("x/").unwrap(), "v2".to_string())]
+        );
+        // A new version of a record (published again here since) is not released.
+        let mut fourth = round();
+        fourth.release_only(&[("a".to_string(), "x/**".to_string(), "v0".to_string())].into());
+        assert!(fourth.release.is_empty());
     }
 
     #[test]

@@ -542,6 +542,34 @@ pub fn release(
     })
 }
 
+/// Release this clone's records of `agent` on the patterns of `versions`, each only at the
+/// version (blob) given: a record published again since (a new version: a lock of it taken
+/// here meanwhile) stays. Decided again against each read of the remote, so a push that lost a
+/// race never releases what changed meanwhile.
+pub fn release_versions(
+    ws: &Workspace,
+    agent: &AgentId,
+    versions: &[(Pattern, String)],
+) -> Result<Vec<Outcome>> {
+    let r = Remote::open(ws, NETWORK_BUDGET)?;
+    let ids = [agent.id().to_string()];
+    claims::change(ws, &r, true, |c, now| {
+        let me = r.holder(agent.id());
+        let same: Vec<Pattern> = (versions.iter())
+            .filter(|(p, blob)| {
+                (c.claims.iter()).any(|x| {
+                    *x.holder() == me && x.seen.record.text() == p.as_str() && x.seen.blob == *blob
+                })
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        if same.is_empty() {
+            return Ok(claims::Plan::Done(Vec::new()));
+        }
+        Ok(claims::decide_own(c, &r.me, &ids, Some(&same), None, now))
+    })
+}
+
 /// Renew this clone's claims of `agents` (all of this clone's when empty) on `patterns` (all
 /// of theirs when `None`), with a new lease `ttl` (each keeps its own when `None`). A claim
 /// that is gone (taken over after its lease lapsed, or removed) is not renewed:

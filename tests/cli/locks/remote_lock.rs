@@ -591,3 +591,73 @@ fn racing_clones_give_exactly_one_holder_each_round() {
         },
     );
 }
+
+/// A `pre-receive` hook on the team's bare repository: each push is refused, held back or let
+/// through by its commit's first line, as the file `hooks/mode` says (`reject`: releases are
+/// refused; `block`: a release waits, saying so in `hooks/blocked`, while the mode stays;
+/// `hold`: renewals and alice's claims wait while it stays; anything else: all go through).
+fn server_gate(t: &Team) -> PathBuf {
+    let hooks = t.bare.join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let hook = hooks.join("pre-receive");
+    std::fs::write(
+        &hook,
+        r#"#!/bin/sh
+dir=$(dirname "$0")
+while read old new ref; do
+  msg=$(git log -1 --format=%s "$new" 2>/dev/null)
+  case "$(cat "$dir/mode"):$msg" in
+    reject:release*) exit 1;;
+    block:release*) touch "$dir/blocked"; while [ "$(cat "$dir/mode")" = block ]; do sleep 0.05; done;;
+    hold:renew*|hold:claim*alice*) while [ "$(cat "$dir/mode")" = hold ]; do sleep 0.05; done;;
+  esac
+done
+exit 0
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mode = hooks.join("mode");
+    std::fs::write(&mode, "pass").unwrap();
+    mode
+}
+
+/// Alice lets go of `src/**` here while the remote refuses the release, so her clone's renewer
+/// releases it there; she claims it again while that release is on its way (its push held back
+/// by the server). The release loses the race to her new claim and, read again, leaves it: bob
+/// in another clone is refused, and alice keeps what she claimed.
+#[test]
+fn the_renewers_release_never_takes_back_a_claim_published_again_meanwhile() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let mode = server_gate(&t);
+    coord(&t.env, &a, "alice").args(["lock", "src/**"]).ok();
+    std::fs::write(&mode, "reject").unwrap();
+    coord(&t.env, &a, "alice")
+        .arg("unlock")
+        .ok()
+        .stderr_has("released here, but remote `origin` refused");
+    // The renewer's release of the record alice let go reaches the server, and waits there.
+    std::fs::write(&mode, "block").unwrap();
+    let blocked = mode.with_file_name("blocked");
+    eventually("the renewer's release reaches the server", || {
+        blocked.exists()
+    });
+    coord(&t.env, &a, "alice").args(["lock", "src/**"]).ok();
+    // The release goes on (and loses the race); alice's renewals would wait at the server.
+    std::fs::write(&mode, "hold").unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let out = coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--no-wait"])
+        .run();
+    std::fs::write(&mode, "pass").unwrap();
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("held by alice on "), "{}", out.stderr);
+    let log = coord(&t.env, &a, "alice").arg("log").ok().stdout;
+    assert!(!log.contains("alice lost the claim"), "{log}");
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
