@@ -552,21 +552,59 @@ pub fn release_versions(
     versions: &[(Pattern, String)],
 ) -> Result<Vec<Outcome>> {
     let r = Remote::open(ws, NETWORK_BUDGET)?;
+    let known: Vec<(Pattern, Option<String>)> = (versions.iter())
+        .map(|(p, blob)| (p.clone(), Some(blob.clone())))
+        .collect();
+    release_known(ws, &r, agent, &known)
+}
+
+/// Release `agent`'s records on `patterns` as [`release`] does, each only at its version as
+/// last read here (any version when none was read): what `coord unlock` gives back here was
+/// published in that version, and a lock of it taken again meanwhile (by another process of
+/// the agent) publishes a new one, which stays.
+pub fn release_as_read(
+    ws: &Workspace,
+    agent: &AgentId,
+    patterns: &[Pattern],
+) -> Result<Vec<Outcome>> {
+    let r = Remote::open(ws, NETWORK_BUDGET)?;
+    let me = r.holder(agent.id());
+    let read = r.last_read();
+    let known: Vec<(Pattern, Option<String>)> = (patterns.iter())
+        .map(|p| (p.clone(), read.as_ref().and_then(|c| version_of(c, &me, p))))
+        .collect();
+    release_known(ws, &r, agent, &known)
+}
+
+/// The version (blob) of `holder`'s record on `pattern` in `claims`.
+fn version_of(claims: &sync::Claims, holder: &Holder, pattern: &Pattern) -> Option<String> {
+    (claims.claims.iter())
+        .find(|c| c.holder() == holder && c.seen.record.text() == pattern.as_str())
+        .map(|c| c.seen.blob.clone())
+}
+
+/// Release `agent`'s records on the patterns of `known`, each only at the version given with
+/// it (`None`: any), decided against each read.
+fn release_known(
+    ws: &Workspace,
+    r: &Remote,
+    agent: &AgentId,
+    known: &[(Pattern, Option<String>)],
+) -> Result<Vec<Outcome>> {
+    let me = r.holder(agent.id());
     let ids = [agent.id().to_string()];
-    claims::change(ws, &r, true, |c, now| {
-        let me = r.holder(agent.id());
-        let same: Vec<Pattern> = (versions.iter())
+    claims::change(ws, r, true, |c, now| {
+        let which: Vec<Pattern> = (known.iter())
             .filter(|(p, blob)| {
-                (c.claims.iter()).any(|x| {
-                    *x.holder() == me && x.seen.record.text() == p.as_str() && x.seen.blob == *blob
-                })
+                let now = version_of(c, &me, p);
+                blob.is_none() || now.is_none() || now == *blob
             })
             .map(|(p, _)| p.clone())
             .collect();
-        if same.is_empty() {
+        if which.is_empty() {
             return Ok(claims::Plan::Done(Vec::new()));
         }
-        Ok(claims::decide_own(c, &r.me, &ids, Some(&same), None, now))
+        Ok(claims::decide_own(c, &r.me, &ids, Some(&which), None, now))
     })
 }
 

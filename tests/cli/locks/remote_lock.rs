@@ -661,3 +661,36 @@ fn the_renewers_release_never_takes_back_a_claim_published_again_meanwhile() {
     assert!(!log.contains("alice lost the claim"), "{log}");
     coord(&t.env, &a, "alice").arg("unlock").ok();
 }
+
+/// Alice's `coord unlock` of `src/**` and her `coord lock` of it again race (two processes of
+/// one agent: a hook and a command): the unlock's push there is held back by the server while
+/// the lock publishes the claim anew. The unlock's release then loses the race and, read again,
+/// leaves the new claim: bob in another clone is refused, and alice keeps what she claimed.
+#[test]
+fn an_unlock_that_loses_the_race_never_takes_back_a_claim_made_again_meanwhile() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let mode = server_gate(&t);
+    coord(&t.env, &a, "alice").args(["lock", "src/**"]).ok();
+    std::fs::write(&mode, "block").unwrap();
+    let unlock = coord(&t.env, &a, "alice").arg("unlock").spawn();
+    let blocked = mode.with_file_name("blocked");
+    eventually("the unlock's release reaches the server", || {
+        blocked.exists()
+    });
+    coord(&t.env, &a, "alice").args(["lock", "src/**"]).ok();
+    // The release goes on (and loses the race); alice's renewals would wait at the server.
+    std::fs::write(&mode, "hold").unwrap();
+    let unlocked = finish(unlock);
+    assert_eq!(unlocked.code, Some(0), "{}", unlocked.stderr);
+    let out = coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--no-wait"])
+        .run();
+    std::fs::write(&mode, "pass").unwrap();
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("held by alice on "), "{}", out.stderr);
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
