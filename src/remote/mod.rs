@@ -1009,7 +1009,14 @@ fn others(ws: &Workspace, paths: Option<&[&str]>) -> Vec<RemoteClaim> {
         _ => true,
     };
     let Some((_, list)) = state::read_index(ws.root(), &cfg.remote, keep) else {
-        return Vec::new();
+        // No index, or one that does not parse whole: the state it is made from says.
+        let Some(v) = view(ws) else {
+            return Vec::new();
+        };
+        return (v.claims.into_iter())
+            .filter(|c| !c.mine)
+            .filter(|c| paths.is_none_or(|ps| ps.iter().any(|p| c.pattern.matches(p))))
+            .collect();
     };
     let now = clock::now();
     list.into_iter()
