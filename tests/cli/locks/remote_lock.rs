@@ -475,6 +475,46 @@ fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
     coord(&t.env, &b, "bob").arg("unlock").ok();
 }
 
+/// The clone's renewer killed with `kill -9` while alice goes on working: her next edit
+/// through her client's hook starts it again, so her claim (lease 3 s, which B counts from
+/// when it first read it) is renewed in time, and past that lease bob is still refused.
+#[test]
+fn a_killed_renewer_is_started_again_by_its_holders_next_hook() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let (a, b, pid) = alice_claims_with_a_short_lease(&t);
+    crate::locks::remote::remote(&t.env, &b, "x", &["sync"]).ok();
+    let killed = Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let payload = serde_json::json!({
+        "session_id": "7684f1ed-55e2-4a19-be34-6aa5a64f4b50",
+        "cwd": a,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": a.join("docs/notes.md"), "content": "x\n"},
+    });
+    coord(&t.env, &a, "alice")
+        .args(["hook", "claude", "--wait", "0"])
+        .stdin(payload.to_string())
+        .ok();
+    let pid_file = a.join(".coord/remote/renewer.pid");
+    eventually("a renewer runs again in alice's clone", || {
+        let now = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        !now.trim().is_empty() && now.trim() != pid.trim()
+    });
+    // Past the lease B counts from when it read alice's claim.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice on ");
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
+
 /// A holder killed with `kill -9` (a `coord session` whose claim follows its process): its
 /// clone's renewer sees the claim STALE here and releases it there, so that another clone gets
 /// the paths without waiting for the lease (15 minutes) and without a takeover.
