@@ -157,7 +157,9 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     // The end of a turn never waits on the network: the clone's renewer releases there.
     coord::lock::leave_releases_to_renewer();
     let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT), owner.as_ref());
-    if coord::lock::releases_left() {
+    // A release left to the renewer, or published records with no renewer running (it was
+    // killed): started, so that what this clone holds there is released or renewed in time.
+    if coord::lock::releases_left() || coord::lock::renewal::missing(&ws, &agent) {
         super::remote::start_renewer(&ws);
     }
     // Only the locks before an edit and the releases at a stop or a session's end change what

@@ -575,7 +575,7 @@ pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &
     let patterns: Vec<Pattern> = (marked.iter())
         .map(|m| pattern_of(m.kind, &m.text))
         .collect();
-    let done = remote::release(ws, std::slice::from_ref(agent), Some(&patterns));
+    let done = remote::release_as_read(ws, agent, &patterns);
     let warning = done.err().map(|e| {
         let until = lease_ends(ws, agent, marked);
         let why = e.to_string();

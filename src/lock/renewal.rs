@@ -48,7 +48,7 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
     let mut retry_at: Option<Instant> = None;
     // The records seen without a holder here at the last look: released only when seen so
     // twice, so that a `coord unlock` between its release here and its push there is not raced.
-    let mut orphans: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut orphans: BTreeSet<Orphan> = BTreeSet::new();
     loop {
         if crate::wait::stop_requested().is_some() {
             let _ = fsutil::remove(&layout::remote_renewer_pid(&shared));
@@ -79,6 +79,31 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
     }
 }
 
+/// Whether this clone's renewer should run and none does: `agent` holds here a claim or lock
+/// marked as published through the clone's remote, and nobody holds the renewer's kernel lock
+/// (the renewer was killed, or never started). Read without the network; what a client's hook
+/// asks before it answers, so that an agent that goes on working keeps its claims renewed.
+pub fn missing(ws: &Workspace, agent: &AgentId) -> bool {
+    let Some(cfg) = remote::config(ws) else {
+        return false;
+    };
+    let root = ws.root();
+    let ours = |e: &LockEntry| e.agent == agent.id() && e.field(MARK) == Some(cfg.remote.as_str());
+    let claimed = claim::read_for(root).is_ok_and(|(all, _)| all.iter().any(|c| ours(&c.entry)));
+    let locked = || {
+        (index::entries(root).into_iter())
+            .filter(|(_, holder)| holder == agent.id())
+            .any(|(rel, _)| {
+                (ws.target_from_rel(&rel)).is_ok_and(|t| super::locks_of(&t).iter().any(ours))
+            })
+    };
+    if !claimed && !locked() {
+        return false;
+    }
+    let shared = crate::worktree::shared_root(root);
+    crate::arbiter::lock_mutex_within(&layout::remote_renewer(&shared), Duration::ZERO).is_ok()
+}
+
 /// The renewer's kernel lock, when no other renewer holds it; its pid file written.
 fn hold(shared: &std::path::Path) -> Option<MutexGuard> {
     let guard =
@@ -107,8 +132,19 @@ struct Round {
     live: BTreeMap<String, Vec<Held>>,
     /// Of those, the ones due for renewal.
     due: BTreeMap<String, Vec<Held>>,
-    /// Records of this clone there whose holder here is gone or STALE, still within their lease.
-    release: BTreeMap<String, Vec<Pattern>>,
+    /// Records of this clone there whose holder here is gone or STALE, still within their lease,
+    /// each with its version (blob) as last read.
+    release: BTreeMap<String, Vec<(Pattern, String)>>,
+}
+
+/// A record released by the renewer: (agent, pattern, version).
+type Orphan = (String, String, String);
+
+/// One of this clone's records as last read: its version (blob), and whether this clock first
+/// saw it later than it reads now.
+struct Version {
+    blob: String,
+    ahead: bool,
 }
 
 impl Round {
@@ -127,8 +163,12 @@ impl Round {
             ..Round::default()
         };
         let there: Vec<&RemoteClaim> = view.claims.iter().filter(|c| c.mine).collect();
+        let versions = own_versions(ws, &cfg, &now);
+        let ahead = |agent: &str, text: &str| {
+            (versions.get(&(agent.to_string(), text.to_string()))).is_some_and(|v| v.ahead)
+        };
         let Ok(marked) = marked_here(ws, &cfg.remote, &mut cache, &now) else {
-            round.keep_unseen(&there, &now);
+            round.keep_unseen(&there, &ahead, &now);
             return Some(round);
         };
         for (e, kind) in marked {
@@ -152,7 +192,8 @@ impl Round {
             }
             let record =
                 (there.iter()).find(|c| c.holder.agent == agent && c.pattern.as_str() == e.file);
-            let due = record.is_none_or(|c| due(&c.lease_until, lease, &now));
+            let due =
+                record.is_none_or(|c| due(&c.lease_until, lease, &now) || ahead(&agent, &e.file));
             if due {
                 round
                     .due
@@ -165,13 +206,16 @@ impl Round {
         for c in there.iter().filter(|c| c.lease_until > now) {
             let agent = &c.holder.agent;
             let here = held_here(ws, agent, c.kind, c.pattern.as_str(), &mut cache, &now);
-            if here.is_ok_and(|h| h.is_none_or(|e| e.state == LockState::Stale)) {
+            let version = versions.get(&(agent.clone(), c.pattern.as_str().to_string()));
+            if let Some(v) = version
+                && here.is_ok_and(|h| h.is_none_or(|e| e.state == LockState::Stale))
+            {
                 let pattern = pattern_of(c.kind, c.pattern.as_str());
                 round
                     .release
                     .entry(agent.clone())
                     .or_default()
-                    .push(pattern);
+                    .push((pattern, v.blob.clone()));
             }
         }
         Some(round)
@@ -179,7 +223,12 @@ impl Round {
 
     /// `.coord/claims` cannot be read, so who holds what here is unknown: every record of this
     /// clone there is kept, renewed when due, and none released (its holder may hold it still).
-    fn keep_unseen(&mut self, there: &[&RemoteClaim], now: &Timestamp) {
+    fn keep_unseen(
+        &mut self,
+        there: &[&RemoteClaim],
+        ahead: &dyn Fn(&str, &str) -> bool,
+        now: &Timestamp,
+    ) {
         for c in there {
             let held = Held {
                 kind: c.kind,
@@ -189,7 +238,7 @@ impl Round {
                 reason: c.reason.clone(),
             };
             let agent = c.holder.agent.clone();
-            if due(&c.lease_until, held.lease, now) {
+            if due(&c.lease_until, held.lease, now) || ahead(&agent, &held.text) {
                 self.due
                     .entry(agent.clone())
                     .or_default()
@@ -199,17 +248,21 @@ impl Round {
         }
     }
 
-    /// The records to release there, as (agent, pattern) pairs.
-    fn orphans(&self) -> BTreeSet<(String, String)> {
+    /// The records to release there, as (agent, pattern, version).
+    fn orphans(&self) -> BTreeSet<Orphan> {
         (self.release.iter())
-            .flat_map(|(a, ps)| ps.iter().map(move |p| (a.clone(), p.as_str().to_string())))
+            .flat_map(|(a, ps)| {
+                (ps.iter()).map(move |(p, v)| (a.clone(), p.as_str().to_string(), v.clone()))
+            })
             .collect()
     }
 
-    /// Keep to release only the records among `seen`.
-    fn release_only(&mut self, seen: &BTreeSet<(String, String)>) {
+    /// Keep to release only the records among `seen`, at the same version.
+    fn release_only(&mut self, seen: &BTreeSet<Orphan>) {
         for (agent, patterns) in &mut self.release {
-            patterns.retain(|p| seen.contains(&(agent.clone(), p.as_str().to_string())));
+            patterns.retain(|(p, v)| {
+                seen.contains(&(agent.clone(), p.as_str().to_string(), v.clone()))
+            });
         }
         self.release.retain(|_, ps| !ps.is_empty());
     }
@@ -226,13 +279,15 @@ impl Round {
             .max(MIN_POLL)
     }
 
-    /// Release what is held by nobody here, renew what is due (one push per agent each).
+    /// Release what is held by nobody here, each only at the version seen so (a lock taken
+    /// here since publishes a new one, which stays), renew what is due (one push per agent
+    /// each).
     fn act(&self, ws: &Workspace) -> Result<()> {
-        for (agent, patterns) in &self.release {
+        for (agent, versions) in &self.release {
             let Ok(id) = AgentId::parse(agent) else {
                 continue;
             };
-            remote::release(ws, std::slice::from_ref(&id), Some(patterns))?;
+            remote::release_versions(ws, &id, versions)?;
         }
         for (agent, held) in &self.due {
             let Ok(id) = AgentId::parse(agent) else {
@@ -262,6 +317,36 @@ impl Round {
 fn due(until: &Timestamp, lease: Duration, now: &Timestamp) -> bool {
     let left = (*until - *now).to_std().unwrap_or_default();
     left <= lease.saturating_sub(lease / 3)
+}
+
+/// This clone's records on the remote as last read, by (agent, pattern): each version, and
+/// whether this clock first saw it later than `now`. Such a record was stamped before the
+/// clock was set back: its lease would end here later than on the other clones, which count it
+/// from when they saw it (it would lapse there before it came due here), so it is renewed at
+/// once.
+fn own_versions(
+    ws: &Workspace,
+    cfg: &remote::Config,
+    now: &Timestamp,
+) -> BTreeMap<(String, String), Version> {
+    let (Some(me), Some(state)) = (
+        cfg.clone_id.as_deref(),
+        remote::state::read(ws.root(), &cfg.remote),
+    ) else {
+        return BTreeMap::new();
+    };
+    (state.claims.iter())
+        .filter(|c| c.record.holder.clone == me)
+        .map(|c| {
+            let pattern = pattern_of(c.record.kind, c.record.text());
+            let version = Version {
+                blob: c.blob.clone(),
+                ahead: clock::parse_timestamp(&c.seen).is_some_and(|seen| seen > *now),
+            };
+            let key = (c.record.holder.agent.clone(), pattern.as_str().to_string());
+            (key, version)
+        })
+        .collect()
 }
 
 /// This clone's claims and locks marked as published through `remote`, judged, each with its
@@ -370,8 +455,8 @@ mod tests {
             r.release.insert(
                 "a".into(),
                 vec![
-                    Pattern::parse("src/**").unwrap(),
-                    Pattern::parse("x/").unwrap(),
+                    (Pattern::parse("src/**").unwrap(), "v1".to_string()),
+                    (Pattern::parse("x/").unwrap(), "v2".to_string()),
                 ],
             );
             r
@@ -384,8 +469,15 @@ mod tests {
         second.release_only(&seen);
         assert_eq!(second.release["a"].len(), 2);
         let mut third = round();
-        third.release_only(&[("a".to_string(), "x/**".to_string())].into());
-        assert_eq!(third.release["a"], vec![Pattern::parse("x/").unwrap()]);
+        third.release_only(&[("a".to_string(), "x/**".to_string(), "v2".to_string())].into());
+        assert_eq!(
+            third.release["a"],
+            vec![(Pattern::parse("x/").unwrap(), "v2".to_string())]
+        );
+        // A new version of a record (published again here since) is not released.
+        let mut fourth = round();
+        fourth.release_only(&[("a".to_string(), "x/**".to_string(), "v0".to_string())].into());
+        assert!(fourth.release.is_empty());
     }
 
     #[test]

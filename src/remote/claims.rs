@@ -268,12 +268,7 @@ fn landed(
         claims,
     };
     state::update(ws, &r.name, |s| {
-        let behind = s
-            .synced_at
-            .as_deref()
-            .and_then(clock::parse_timestamp)
-            .is_none_or(|at| at <= *pushed_at);
-        if s.claims_commit == before.commit || behind {
+        if s.claims_commit == before.commit || s.synced_by(pushed_at) {
             sync::set_claims(s, &after);
         }
     })

@@ -542,6 +542,72 @@ pub fn release(
     })
 }
 
+/// Release this clone's records of `agent` on the patterns of `versions`, each only at the
+/// version (blob) given: a record published again since (a new version: a lock of it taken
+/// here meanwhile) stays. Decided again against each read of the remote, so a push that lost a
+/// race never releases what changed meanwhile.
+pub fn release_versions(
+    ws: &Workspace,
+    agent: &AgentId,
+    versions: &[(Pattern, String)],
+) -> Result<Vec<Outcome>> {
+    let r = Remote::open(ws, NETWORK_BUDGET)?;
+    let known: Vec<(Pattern, Option<String>)> = (versions.iter())
+        .map(|(p, blob)| (p.clone(), Some(blob.clone())))
+        .collect();
+    release_known(ws, &r, agent, &known)
+}
+
+/// Release `agent`'s records on `patterns` as [`release`] does, each only at its version as
+/// last read here (any version when none was read): what `coord unlock` gives back here was
+/// published in that version, and a lock of it taken again meanwhile (by another process of
+/// the agent) publishes a new one, which stays.
+pub fn release_as_read(
+    ws: &Workspace,
+    agent: &AgentId,
+    patterns: &[Pattern],
+) -> Result<Vec<Outcome>> {
+    let r = Remote::open(ws, NETWORK_BUDGET)?;
+    let me = r.holder(agent.id());
+    let read = r.last_read();
+    let known: Vec<(Pattern, Option<String>)> = (patterns.iter())
+        .map(|p| (p.clone(), read.as_ref().and_then(|c| version_of(c, &me, p))))
+        .collect();
+    release_known(ws, &r, agent, &known)
+}
+
+/// The version (blob) of `holder`'s record on `pattern` in `claims`.
+fn version_of(claims: &sync::Claims, holder: &Holder, pattern: &Pattern) -> Option<String> {
+    (claims.claims.iter())
+        .find(|c| c.holder() == holder && c.seen.record.text() == pattern.as_str())
+        .map(|c| c.seen.blob.clone())
+}
+
+/// Release `agent`'s records on the patterns of `known`, each only at the version given with
+/// it (`None`: any), decided against each read.
+fn release_known(
+    ws: &Workspace,
+    r: &Remote,
+    agent: &AgentId,
+    known: &[(Pattern, Option<String>)],
+) -> Result<Vec<Outcome>> {
+    let me = r.holder(agent.id());
+    let ids = [agent.id().to_string()];
+    claims::change(ws, r, true, |c, now| {
+        let which: Vec<Pattern> = (known.iter())
+            .filter(|(p, blob)| {
+                let now = version_of(c, &me, p);
+                blob.is_none() || now.is_none() || now == *blob
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        if which.is_empty() {
+            return Ok(claims::Plan::Done(Vec::new()));
+        }
+        Ok(claims::decide_own(c, &r.me, &ids, Some(&which), None, now))
+    })
+}
+
 /// Renew this clone's claims of `agents` (all of this clone's when empty) on `patterns` (all
 /// of theirs when `None`), with a new lease `ttl` (each keeps its own when `None`). A claim
 /// that is gone (taken over after its lease lapsed, or removed) is not renewed:
@@ -814,9 +880,15 @@ pub fn claims_on(ws: &Workspace, paths: &[&str]) -> Vec<RemoteClaim> {
 /// How long ago the remote was last read, from `.coord/remote/claims` (`None`: never, or not
 /// shared here): with [`max_age`], whether a hook should have it read again.
 pub fn synced_age(ws: &Workspace) -> Option<Duration> {
+    synced_time(ws).map(|at| clock::age(&clock::now(), &at))
+}
+
+/// When the remote was last read, from `.coord/remote/claims` (`None`: never, or not shared
+/// here).
+fn synced_time(ws: &Workspace) -> Option<Timestamp> {
     let cfg = config(ws)?;
     let (synced, _) = state::read_index(ws.root(), &cfg.remote, |_| false)?;
-    (synced > 0).then(|| clock::age(&clock::now(), &epoch(synced)))
+    (synced > 0).then(|| epoch(synced))
 }
 
 /// The longest a reader waits for the remote to be read again ([`refresh`]) before it judges
@@ -824,13 +896,16 @@ pub fn synced_age(ws: &Workspace) -> Option<Duration> {
 pub const REFRESH_WAIT: Duration = Duration::from_secs(1);
 
 /// Have the remote read again when the state last synced is older than `older` (or was never
-/// read): `coord remote sync --background` started detached, waited for at most
+/// read, or was read at a time this clock has not reached yet): `coord remote sync --background` started detached, waited for at most
 /// [`REFRESH_WAIT`]; one already under way (its kernel lock, `.coord/remote/sync`) is waited for
 /// instead. Nothing is done where claims are not shared. `Some(warning)`: the remote could not
 /// be read in time, saying how old the state judged by is.
 pub fn refresh(ws: &Workspace, older: Duration) -> Option<String> {
     let cfg = config(ws)?;
-    if synced_age(ws).is_some_and(|a| a <= older) {
+    // A read stamped later than this clock reads now (it was set back since) is read again:
+    // its age says nothing.
+    let now = clock::now();
+    if synced_time(ws).is_some_and(|at| at <= now && clock::age(&now, &at) <= older) {
         return None;
     }
     let read = sync_lock(ws).is_ok_and(|lock| {
@@ -934,7 +1009,14 @@ fn others(ws: &Workspace, paths: Option<&[&str]>) -> Vec<RemoteClaim> {
         _ => true,
     };
     let Some((_, list)) = state::read_index(ws.root(), &cfg.remote, keep) else {
-        return Vec::new();
+        // No index, or one that does not parse whole: the state it is made from says.
+        let Some(v) = view(ws) else {
+            return Vec::new();
+        };
+        return (v.claims.into_iter())
+            .filter(|c| !c.mine)
+            .filter(|c| paths.is_none_or(|ps| ps.iter().any(|p| c.pattern.matches(p))))
+            .collect();
     };
     let now = clock::now();
     list.into_iter()

@@ -124,6 +124,17 @@ impl State {
         }
     }
 
+    /// Whether the last read here began no later than `t`, as far as this clock can tell: never
+    /// read, read at or before `t`, or stamped later than this clock reads now (the clock was
+    /// set back since, or the file was written elsewhere: that read is no later one, and a view
+    /// that only a later read could replace would never be read again).
+    pub fn synced_by(&self, t: &Timestamp) -> bool {
+        self.synced_at
+            .as_deref()
+            .and_then(clock::parse_timestamp)
+            .is_none_or(|at| at <= *t || at > clock::now())
+    }
+
     /// How long ago the last read began, as of `now`.
     pub fn age(&self, now: &Timestamp) -> Option<Duration> {
         let at = clock::parse_timestamp(self.synced_at.as_deref()?)?;
@@ -262,8 +273,9 @@ pub struct IndexedClaim {
 }
 
 /// `.coord/remote/claims` of the workspace `root` for `remote`: when it was read (epoch
-/// seconds, 0: never) and the claims whose text `keep` accepts (`None`: not there, or for
-/// another remote).
+/// seconds, 0: never) and the claims whose text `keep` accepts (`None`: not there, for another
+/// remote, or with a line that does not parse: a claim whose lease cannot be read is never
+/// taken as lapsed).
 pub fn read_index(
     root: &Path,
     remote: &str,
@@ -285,24 +297,28 @@ pub fn read_index(
     for line in lines {
         let f: Vec<&str> = line.splitn(8, '\t').collect();
         let [until, kind, agent, host, clone, since, text, reason] = f.as_slice() else {
-            continue;
+            return None;
+        };
+        let kind = match *kind {
+            "lock" => super::record::Kind::Lock,
+            "claim" => super::record::Kind::Claim,
+            _ => return None,
+        };
+        let (Ok(lease_until), Ok(since)) = (until.parse(), since.parse()) else {
+            return None;
         };
         if !keep(text) {
             continue;
         }
         out.push(IndexedClaim {
-            lease_until: until.parse().unwrap_or(0),
-            kind: if *kind == "lock" {
-                super::record::Kind::Lock
-            } else {
-                super::record::Kind::Claim
-            },
+            lease_until,
+            kind,
             holder: super::record::Holder {
                 agent: agent.to_string(),
                 host: host.to_string(),
                 clone: clone.to_string(),
             },
-            since: since.parse().unwrap_or(0),
+            since,
             text: text.to_string(),
             reason: reason.to_string(),
         });
@@ -439,6 +455,28 @@ mod tests {
         assert_eq!(c.since, 1_769_594_400);
         assert_eq!((c.text.as_str(), c.reason.as_str()), ("src/**", "x y"));
         assert!(read_index(root, "upstream", |_| true).is_none());
+        // A line whose lease (or since, or kind) does not parse makes the whole index unread,
+        // never a claim lapsed since 1970.
+        let good = index_text(&s);
+        for bad in [
+            good.replacen("1769594460\t", "x\t", 1),
+            good.replacen("\t1769594400\t", "\t\t", 1),
+            good.replacen("\tclaim\t", "\tclam\t", 1),
+            format!("{good}1769594460\tclaim\n"),
+        ] {
+            assert_ne!(bad, good);
+            fsutil::replace(
+                &layout::remote_claims(&crate::worktree::shared_root(root)),
+                bad.as_bytes(),
+            )
+            .unwrap();
+            assert!(read_index(root, "origin", |_| true).is_none(), "{bad}");
+        }
+        fsutil::replace(
+            &layout::remote_claims(&crate::worktree::shared_root(root)),
+            good.as_bytes(),
+        )
+        .unwrap();
         assert!(
             read_index(root, "origin", |t| t != "src/**")
                 .unwrap()

@@ -480,12 +480,7 @@ fn tree_entries(tree: &[u8], raw_len: usize) -> Vec<(String, String, String)> {
 /// clones it read, what it ignored, and as news a rewrite of `refs/coord/claims` and each
 /// claim of this clone gone from the remote without another taking it over.
 pub(crate) fn absorb(state: &mut State, snap: &Snapshot, me: &str) {
-    let newer = state
-        .synced_at
-        .as_deref()
-        .and_then(clock::parse_timestamp)
-        .zip(clock::parse_timestamp(&snap.at))
-        .is_none_or(|(old, new)| new >= old);
+    let newer = clock::parse_timestamp(&snap.at).is_none_or(|at| state.synced_by(&at));
     if !newer {
         return;
     }

@@ -13,6 +13,7 @@ pub(crate) mod lock_unlock;
 mod nested;
 mod refusals;
 pub(crate) mod remote;
+mod remote_clocks;
 pub(crate) mod remote_guard;
 mod remote_honour;
 mod remote_lock;

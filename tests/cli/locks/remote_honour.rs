@@ -243,6 +243,36 @@ fn a_stale_claim_of_another_clone_lets_a_lock_through_with_a_warning() {
     );
 }
 
+/// `.coord/remote/claims` (the other clones' claims as last synced, what a check reads) with
+/// a lease that does not parse, or cut short: the claim is not taken as lapsed (STALE since
+/// 1970) nor lost, the state it was made from still says it holds, and bob's lock is refused.
+#[test]
+fn a_corrupted_index_of_another_clones_claims_does_not_free_them() {
+    let Some(t) = Team::new(Transport::File) else {
+        return;
+    };
+    let a = t.clone("a");
+    let b = clone_with_file(&t, "b");
+    alice_claims(&t, &a, "src/**");
+    remote(&t.env, &b, "x", &["sync"]).ok();
+    let index = b.join(".coord/remote/claims");
+    let good = std::fs::read_to_string(&index).unwrap();
+    let (head, lines) = good.split_once('\n').unwrap();
+    let (_, rest) = lines.split_once('\t').unwrap();
+    for bad in [
+        format!("{head}\nsoon\t{rest}"),
+        format!("{head}\n{}", &lines[..lines.len() / 2]),
+    ] {
+        std::fs::write(&index, &bad).unwrap();
+        let out = coord(&t.env, &b, "bob")
+            .args(["lock", "src/a.rs", "--no-wait"])
+            .run();
+        assert_eq!(out.code, Some(3), "{bad}\n{}\n{}", out.stdout, out.stderr);
+        names_alice(&out.stderr);
+    }
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
+
 /// A lock here that waits (`--wait`) for another clone's claim reads the remote again while it
 /// waits, and takes the file once the claim is released there, with no `coord remote sync`.
 #[test]

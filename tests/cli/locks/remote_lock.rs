@@ -475,6 +475,46 @@ fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
     coord(&t.env, &b, "bob").arg("unlock").ok();
 }
 
+/// The clone's renewer killed with `kill -9` while alice goes on working: her next edit
+/// through her client's hook starts it again, so her claim (lease 3 s, which B counts from
+/// when it first read it) is renewed in time, and past that lease bob is still refused.
+#[test]
+fn a_killed_renewer_is_started_again_by_its_holders_next_hook() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let (a, b, pid) = alice_claims_with_a_short_lease(&t);
+    crate::locks::remote::remote(&t.env, &b, "x", &["sync"]).ok();
+    let killed = Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let payload = serde_json::json!({
+        "session_id": "7684f1ed-55e2-4a19-be34-6aa5a64f4b50",
+        "cwd": a,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": a.join("docs/notes.md"), "content": "x\n"},
+    });
+    coord(&t.env, &a, "alice")
+        .args(["hook", "claude", "--wait", "0"])
+        .stdin(payload.to_string())
+        .ok();
+    let pid_file = a.join(".coord/remote/renewer.pid");
+    eventually("a renewer runs again in alice's clone", || {
+        let now = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        !now.trim().is_empty() && now.trim() != pid.trim()
+    });
+    // Past the lease B counts from when it read alice's claim.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice on ");
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
+
 /// A holder killed with `kill -9` (a `coord session` whose claim follows its process): its
 /// clone's renewer sees the claim STALE here and releases it there, so that another clone gets
 /// the paths without waiting for the lease (15 minutes) and without a takeover.
@@ -590,4 +630,107 @@ fn racing_clones_give_exactly_one_holder_each_round() {
                 .stdout_has("(and on remote `origin`)");
         },
     );
+}
+
+/// A `pre-receive` hook on the team's bare repository: each push is refused, held back or let
+/// through by its commit's first line, as the file `hooks/mode` says (`reject`: releases are
+/// refused; `block`: a release waits, saying so in `hooks/blocked`, while the mode stays;
+/// `hold`: renewals and alice's claims wait while it stays; anything else: all go through).
+fn server_gate(t: &Team) -> PathBuf {
+    let hooks = t.bare.join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let hook = hooks.join("pre-receive");
+    std::fs::write(
+        &hook,
+        r#"#!/bin/sh
+dir=$(dirname "$0")
+while read old new ref; do
+  msg=$(git log -1 --format=%s "$new" 2>/dev/null)
+  case "$(cat "$dir/mode"):$msg" in
+    reject:release*) exit 1;;
+    block:release*) touch "$dir/blocked"; while [ "$(cat "$dir/mode")" = block ]; do sleep 0.05; done;;
+    hold:renew*|hold:claim*alice*) while [ "$(cat "$dir/mode")" = hold ]; do sleep 0.05; done;;
+  esac
+done
+exit 0
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mode = hooks.join("mode");
+    std::fs::write(&mode, "pass").unwrap();
+    mode
+}
+
+/// Alice lets go of `src/**` here while the remote refuses the release, so her clone's renewer
+/// releases it there; she claims it again while that release is on its way (its push held back
+/// by the server). The release loses the race to her new claim and, read again, leaves it: bob
+/// in another clone is refused, and alice keeps what she claimed.
+#[test]
+fn the_renewers_release_never_takes_back_a_claim_published_again_meanwhile() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let mode = server_gate(&t);
+    coord(&t.env, &a, "alice").args(["lock", "src/**"]).ok();
+    std::fs::write(&mode, "reject").unwrap();
+    coord(&t.env, &a, "alice")
+        .arg("unlock")
+        .ok()
+        .stderr_has("released here, but remote `origin` refused");
+    // The renewer's release of the record alice let go reaches the server, and waits there.
+    std::fs::write(&mode, "block").unwrap();
+    let blocked = mode.with_file_name("blocked");
+    eventually("the renewer's release reaches the server", || {
+        blocked.exists()
+    });
+    coord(&t.env, &a, "alice").args(["lock", "src/**"]).ok();
+    // The release goes on (and loses the race); alice's renewals would wait at the server.
+    std::fs::write(&mode, "hold").unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let out = coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--no-wait"])
+        .run();
+    std::fs::write(&mode, "pass").unwrap();
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("held by alice on "), "{}", out.stderr);
+    let log = coord(&t.env, &a, "alice").arg("log").ok().stdout;
+    assert!(!log.contains("alice lost the claim"), "{log}");
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
+
+/// Alice's `coord unlock` of `src/**` and her `coord lock` of it again race (two processes of
+/// one agent: a hook and a command): the unlock's push there is held back by the server while
+/// the lock publishes the claim anew. The unlock's release then loses the race and, read again,
+/// leaves the new claim: bob in another clone is refused, and alice keeps what she claimed.
+#[test]
+fn an_unlock_that_loses_the_race_never_takes_back_a_claim_made_again_meanwhile() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let mode = server_gate(&t);
+    coord(&t.env, &a, "alice").args(["lock", "src/**"]).ok();
+    std::fs::write(&mode, "block").unwrap();
+    let unlock = coord(&t.env, &a, "alice").arg("unlock").spawn();
+    let blocked = mode.with_file_name("blocked");
+    eventually("the unlock's release reaches the server", || {
+        blocked.exists()
+    });
+    coord(&t.env, &a, "alice").args(["lock", "src/**"]).ok();
+    // The release goes on (and loses the race); alice's renewals would wait at the server.
+    std::fs::write(&mode, "hold").unwrap();
+    let unlocked = finish(unlock);
+    assert_eq!(unlocked.code, Some(0), "{}", unlocked.stderr);
+    let out = coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--no-wait"])
+        .run();
+    std::fs::write(&mode, "pass").unwrap();
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("held by alice on "), "{}", out.stderr);
+    coord(&t.env, &a, "alice").arg("unlock").ok();
 }
