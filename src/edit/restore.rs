@@ -145,23 +145,31 @@ fn put_back(
     };
     let bak = layout::backup(&target.abs);
     let kept = backup::keep_generation_unpruned(ws.root(), target);
-    if generation <= 1 {
-        let Some(kept) = kept else {
-            // FILE.bak could not be kept aside: it is the content restored, put in FILE first.
-            fsutil::persist(restored, &target.abs)?;
-            return fsutil::persist(current, &bak);
-        };
-        fsutil::persist(current, &bak)?;
+    if generation <= 1 && kept.is_none() {
+        // FILE.bak could not be kept aside: it is the content restored, put in FILE first.
         fsutil::persist(restored, &target.abs)?;
-        // FILE.bak was the content restored, now in FILE: not an older generation.
-        let _ = fsutil::remove(&kept.path);
-        for made in &kept.made {
-            fsutil::raw::remove_empty_dir(made);
-        }
-        return Ok(());
+        return fsutil::persist(current, &bak);
     }
-    fsutil::persist(current, &bak)?;
+    if let Err(e) = fsutil::persist(current, &bak) {
+        // Nothing changed: the copy kept of FILE.bak, still in place, goes.
+        forget(kept);
+        return Err(e);
+    }
     fsutil::persist(restored, &target.abs)?;
-    backup::prune_generations(ws.root(), target);
+    if generation <= 1 {
+        // FILE.bak was the content restored, now in FILE: not an older generation.
+        forget(kept);
+    } else {
+        backup::prune_generations(ws.root(), target);
+    }
     Ok(())
+}
+
+/// Remove a generation just kept, and the folders made for it.
+fn forget(kept: Option<backup::Kept>) {
+    let Some(kept) = kept else { return };
+    let _ = fsutil::remove(&kept.path);
+    for made in &kept.made {
+        fsutil::raw::remove_empty_dir(made);
+    }
 }
