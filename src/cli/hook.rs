@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
@@ -118,19 +117,33 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
         Some(sid) => identity::agent_for(client, sid),
         None => identity::agent_for_parent(client),
     };
-    let agent = (explicit.clone().or_else(of_session)).context(
-        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT",
-    )?;
-    let ws = Workspace::discover(ctx.dir.as_deref(), &base)?;
+    let agent = explicit.clone().or_else(of_session);
+    let nameless =
+        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT";
+    let ws = match Workspace::discover(ctx.dir.as_deref(), &base) {
+        Ok(ws) => ws,
+        Err(_) if agent.is_none() => anyhow::bail!("{nameless}"),
+        Err(e) => return Err(e.into()),
+    };
     // The plugin's hook: nothing at all where coord stays out, before anything is written.
     if args.plugin {
         if plugin::gate(&ws, Some(client)) != plugin::Gate::Go {
             return Ok(Reply::Allow);
         }
-        if call.fault.is_none() {
+        if call.fault.is_none() && agent.is_some() {
             ws.adopt()?;
         }
     }
+    // A session coord cannot name: judged on the files it names, nothing written.
+    let Some(agent) = agent else {
+        return match act::judge_nameless(&ws, &call, &cwd) {
+            Some(deny) => {
+                warn(client, nameless);
+                Ok(deny)
+            }
+            None => anyhow::bail!("{nameless}"),
+        };
+    };
     // A payload read only in part: judged on the files it names, nothing written.
     if let Some(why) = &call.fault {
         let warning = format!(
