@@ -1,5 +1,5 @@
 //! The children whose life coord fences: a supervised child that dies with its supervisor
-//! ([`die_with_parent`]: `coord session`'s CMD, even when coord dies by `kill -9`, so an agent
+//! ([`die_with_parent`]: `coord session`'s and `coord run`'s CMD, even when coord dies by `kill -9`, so an agent
 //! never edits on after its locks went STALE), and a detached child that outlives the command
 //! that started it ([`detach`]: the remote claims' renewer and background syncs).
 #![allow(unsafe_code)]

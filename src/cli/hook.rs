@@ -1,8 +1,8 @@
 //! `coord hook CLIENT`: one hook event of an agent client, read from stdin.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::Args;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
@@ -86,20 +86,28 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     let input = super::read_stdin(client::PAYLOAD_CAP)
         .map_err(|e| anyhow::anyhow!("cannot read the event from stdin: {e}"))?;
     let mut call = client::parse(client, &input, args.event.as_deref())?;
-    // The folder the client works in: a payload naming one that is not there (a folder
-    // removed, a payload from elsewhere) is answered with a warning, never with a workspace
-    // made in whatever folder this process happens to run in.
-    let cwd = match &call.cwd {
-        None => ctx.cwd().to_path_buf(),
-        Some(c) => {
+    // The folder the client works in. One that is not there (removed while the client ran in
+    // it, a payload from elsewhere) is judged from the workspace around it when coord or git
+    // made one there; else the call is answered with a warning, never with a workspace made in
+    // whatever folder is left or this process happens to run in.
+    let (cwd, base) = match &call.cwd {
+        None if ctx.cwd().is_dir() => (ctx.cwd().to_path_buf(), ctx.cwd().to_path_buf()),
+        given => {
+            let c = given.as_deref().unwrap_or(ctx.cwd());
             let dir = ctx.cwd().join(c);
-            if !dir.is_dir() {
-                anyhow::bail!(
-                    "the event's cwd `{}` is not a folder; nothing done (the tool call is allowed)",
-                    c.display()
-                );
+            if dir.is_dir() {
+                (dir.clone(), dir)
+            } else {
+                // Removed while the client ran in it: the workspace around it still holds
+                // the files the call names.
+                let Some(base) = gone_cwd_base(ctx.dir.as_deref(), &dir) else {
+                    anyhow::bail!(
+                        "the event's cwd `{}` is not a folder; nothing done (the tool call is allowed)",
+                        c.display()
+                    );
+                };
+                (dir, base)
             }
-            dir
         }
     };
     let explicit = ctx.agent_explicit()?;
@@ -109,19 +117,33 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
         Some(sid) => identity::agent_for(client, sid),
         None => identity::agent_for_parent(client),
     };
-    let agent = (explicit.clone().or_else(of_session)).context(
-        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT",
-    )?;
-    let ws = Workspace::discover(ctx.dir.as_deref(), &cwd)?;
+    let agent = explicit.clone().or_else(of_session);
+    let nameless =
+        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT";
+    let ws = match Workspace::discover(ctx.dir.as_deref(), &base) {
+        Ok(ws) => ws,
+        Err(_) if agent.is_none() => anyhow::bail!("{nameless}"),
+        Err(e) => return Err(e.into()),
+    };
     // The plugin's hook: nothing at all where coord stays out, before anything is written.
     if args.plugin {
         if plugin::gate(&ws, Some(client)) != plugin::Gate::Go {
             return Ok(Reply::Allow);
         }
-        if call.fault.is_none() {
+        if call.fault.is_none() && agent.is_some() {
             ws.adopt()?;
         }
     }
+    // A session coord cannot name: judged on the files it names, nothing written.
+    let Some(agent) = agent else {
+        return match act::judge_nameless(&ws, &call, &cwd) {
+            Some(deny) => {
+                warn(client, nameless);
+                Ok(deny)
+            }
+            None => anyhow::bail!("{nameless}"),
+        };
+    };
     // A payload read only in part: judged on the files it names, nothing written.
     if let Some(why) = &call.fault {
         let warning = format!(
@@ -175,6 +197,18 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
         identity::end(&ws, client, sid, process)?;
     }
     Ok(reply?)
+}
+
+/// Where to find the workspace from when the event's `cwd` is gone: the nearest folder above
+/// it that is there, when the workspace found from it is one that coord or git made, never one
+/// that would be made in whatever folder is left (`None`).
+fn gone_cwd_base(explicit: Option<&Path>, gone: &Path) -> Option<PathBuf> {
+    let base = gone.ancestors().skip(1).find(|d| d.is_dir())?;
+    let base = std::fs::canonicalize(base).ok()?;
+    let ws = Workspace::discover(explicit, &base).ok()?;
+    let state = coord::layout::state_dir(&coord::worktree::shared_root(ws.root()));
+    let made = explicit.is_some() || ws.root() != base || state.is_dir();
+    made.then_some(base)
 }
 
 /// A hook must not hang its client: waits are capped.

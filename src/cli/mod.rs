@@ -330,6 +330,8 @@ pub fn run() -> ExitCode {
     // The library's background children (syncs, the renewer) leave this process as the
     // binary's one piece of pre-exec code makes them.
     coord::remote::set_detacher(child_fence::detach);
+    // `coord run`'s CMD dies with it, as `coord session`'s does.
+    coord::edit::run::set_supervisor(child_fence::die_with_parent);
     let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
         Err(e) if !e.use_stderr() => {
@@ -391,12 +393,17 @@ pub fn run() -> ExitCode {
 fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCode> {
     // Where the kernel cannot name the current directory any more (a FUSE mount that dropped
     // and made anew the folder's inode, as smbnetfs does under load: `getcwd` then fails with
-    // `ENOENT`), the shell's `PWD` when that is an absolute path to a folder.
+    // `ENOENT`), the shell's `PWD` when that is an absolute path to a folder. A hook takes it
+    // even when the folder is gone (removed while the client ran in it): the workspace around
+    // it still holds the files the client edits.
+    let hook = matches!(cli.command, Command::Hook(_));
     let mut cwd = std::env::current_dir()
         .or_else(|e| {
             std::env::var_os("PWD")
                 .map(PathBuf::from)
-                .filter(|p| p.is_absolute() && std::fs::metadata(p).is_ok_and(|m| m.is_dir()))
+                .filter(|p| {
+                    p.is_absolute() && (hook || std::fs::metadata(p).is_ok_and(|m| m.is_dir()))
+                })
                 .ok_or(e)
         })
         .context("cannot read the current directory")?;

@@ -20,13 +20,11 @@ fn headers(patch: &str) -> impl Iterator<Item = &str> {
 
 /// The distinct paths a patch touches, old and new names alike, in first-seen order.
 pub fn paths(patch: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for p in headers(patch) {
-        if !out.iter().any(|o| o == p) {
-            out.push(p.to_string());
-        }
-    }
-    out
+    // Looked up in a set: a patch may name hundreds of thousands of files.
+    let mut seen = std::collections::HashSet::new();
+    (headers(patch).filter(|p| seen.insert(*p)))
+        .map(str::to_string)
+        .collect()
 }
 
 #[cfg(test)]
@@ -53,6 +51,28 @@ mod tests {
     fn crlf_and_padding_are_trimmed() {
         let patch = "*** Begin Patch\r\n*** Update File:   odd name [1].txt  \r\n*** End Patch\r\n";
         assert_eq!(paths(patch), vec!["odd name [1].txt".to_string()]);
+    }
+
+    /// A patch naming a hundred thousand files (a few MiB, far below the payload cap) is read
+    /// at once: the hook must not hang its client for minutes comparing every path with every
+    /// other (bounded as the hostile-file tests bound a command, not timed).
+    #[test]
+    fn a_patch_naming_many_files_is_read_without_comparing_each_pair() {
+        let n = 100_000;
+        let mut patch = String::from("*** Begin Patch\n");
+        for i in 0..n {
+            patch.push_str(&format!(
+                "*** Add File: d/f{i}\n+x\n*** Update File: d/f{i}\n"
+            ));
+        }
+        patch.push_str("*** End Patch\n");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(paths(&patch)));
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the paths of a large patch were not read within 10 s");
+        assert_eq!(got.len(), n);
+        assert_eq!(got[n - 1], format!("d/f{}", n - 1));
     }
 
     fn path_strategy() -> impl Strategy<Value = String> {

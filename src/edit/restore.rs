@@ -4,6 +4,7 @@ use std::io;
 use std::path::Path;
 
 use serde::Serialize;
+use tempfile::NamedTempFile;
 
 use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Refusal, Result};
@@ -112,14 +113,7 @@ pub fn restore(
                     )),
                 ));
             }
-            fsutil::persist(restored, &target.abs)?;
-            if let Some(current) = current {
-                if generation > 1 {
-                    // FILE.bak is not the content restored: keep it as a generation.
-                    backup::keep_generation(ws.root(), target);
-                }
-                fsutil::persist(current, &bak)?;
-            }
+            put_back(ws, target, restored, current, generation)?;
         }
         fsutil::sync_dir(dir)?;
         Ok(Restored {
@@ -132,4 +126,50 @@ pub fn restore(
         })
     };
     with_own_lock(ws, &lock, on_event, swap).map(|(restored, _)| restored)
+}
+
+/// Publish `restored` at `target` and the `current` content it replaces (if any) at `FILE.bak`.
+/// Every content stays under a name of its own at each step, a temporary file never being the
+/// only copy of one (the next command sweeps those of a killed process): FILE.bak is first kept
+/// as a generation, then takes the current content, which FILE still has, and only then does
+/// FILE take the content restored.
+fn put_back(
+    ws: &Workspace,
+    target: &Target,
+    restored: NamedTempFile,
+    current: Option<NamedTempFile>,
+    generation: usize,
+) -> Result<()> {
+    let Some(current) = current else {
+        return fsutil::persist(restored, &target.abs);
+    };
+    let bak = layout::backup(&target.abs);
+    let kept = backup::keep_generation_unpruned(ws.root(), target);
+    if generation <= 1 && kept.is_none() {
+        // FILE.bak could not be kept aside: it is the content restored, put in FILE first.
+        fsutil::persist(restored, &target.abs)?;
+        return fsutil::persist(current, &bak);
+    }
+    if let Err(e) = fsutil::persist(current, &bak) {
+        // Nothing changed: the copy kept of FILE.bak, still in place, goes.
+        forget(kept);
+        return Err(e);
+    }
+    fsutil::persist(restored, &target.abs)?;
+    if generation <= 1 {
+        // FILE.bak was the content restored, now in FILE: not an older generation.
+        forget(kept);
+    } else {
+        backup::prune_generations(ws.root(), target);
+    }
+    Ok(())
+}
+
+/// Remove a generation just kept, and the folders made for it.
+fn forget(kept: Option<backup::Kept>) {
+    let Some(kept) = kept else { return };
+    let _ = fsutil::remove(&kept.path);
+    for made in &kept.made {
+        fsutil::raw::remove_empty_dir(made);
+    }
 }

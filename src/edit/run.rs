@@ -94,6 +94,16 @@ pub struct RunOutcome {
     pub lost: Vec<String>,
 }
 
+/// How CMD is made to die with this process, installed by the binary ([`set_supervisor`]).
+static SUPERVISOR: std::sync::OnceLock<fn(&mut Command)> = std::sync::OnceLock::new();
+
+/// Install how [`run`] makes its CMD die with this process, even by `kill -9` (once per
+/// process; later calls are ignored): the locks record this process only, and go STALE the
+/// moment it dies, so CMD must not go on editing under them.
+pub fn set_supervisor(supervise: fn(&mut Command)) {
+    let _ = SUPERVISOR.set(supervise);
+}
+
 /// Lock `req.targets` and claim `req.claims`, run CMD, release them whatever happens.
 pub fn run(
     ws: &Workspace,
@@ -163,6 +173,9 @@ pub fn run(
         .env(AGENT_ENV, req.agent.name())
         .env(DIR_ENV, ws.root())
         .current_dir(&req.dir);
+    if let Some(supervise) = SUPERVISOR.get() {
+        supervise(&mut command);
+    }
     let beat = &mut || {
         if let Ok(_mutex) = ws.lock_mutex() {
             let _ = presence::write(ws.root(), &req.agent, &presence::Update::default());

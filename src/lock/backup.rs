@@ -94,32 +94,57 @@ pub struct Generation {
 
 /// Keep `FILE.bak` as the newest older generation, dropping those beyond [`GENERATIONS_KEPT`].
 pub fn keep_generation(root: &Path, target: &Target) {
+    let _ = keep_generation_unpruned(root, target);
+    prune_generations(root, target);
+}
+
+/// A generation just kept, not yet counted against [`GENERATIONS_KEPT`].
+#[derive(Debug)]
+pub struct Kept {
+    /// Where it is.
+    pub path: PathBuf,
+    /// The folders made for it, innermost first.
+    pub made: Vec<PathBuf>,
+}
+
+/// Keep `FILE.bak` as the newest older generation, dropping none (a restore drops them once
+/// the content it restores is in place: [`prune_generations`]).
+pub fn keep_generation_unpruned(root: &Path, target: &Target) -> Option<Kept> {
     let bak = layout::backup(&target.abs);
     if !regular(&bak) {
-        return;
+        return None;
     }
-    let dir = layout::backup_generations(&crate::worktree::shared_root(root), &target.abs);
-    if fsutil::ensure_dir(&dir).is_err() {
-        return;
-    }
+    let dir = generations_dir(root, target);
+    let made: Vec<PathBuf> = (dir.ancestors())
+        .take_while(|d| fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    fsutil::ensure_dir(&dir).ok()?;
     fsutil::sweep_temps(&dir);
-    let mut seqs = stored(&dir);
+    let seqs = stored(&dir);
     let mut next = seqs.last().map_or(1, |(s, _)| s.saturating_add(1));
     for _ in 0..16 {
         let path = dir.join(layout::generation_name(next));
         match keep_as(&bak, &path, &dir) {
-            Ok(()) => {
-                seqs.push((next, path));
-                break;
-            }
+            Ok(()) => return Some(Kept { path, made }),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => next = next.saturating_add(1),
-            Err(_) => return,
+            Err(_) => return None,
         }
     }
+    None
+}
+
+/// Drop the oldest generations of `target` beyond [`GENERATIONS_KEPT`].
+pub fn prune_generations(root: &Path, target: &Target) {
+    let seqs = stored(&generations_dir(root, target));
     let excess = seqs.len().saturating_sub(GENERATIONS_KEPT);
     for (_, old) in seqs.into_iter().take(excess) {
         let _ = fsutil::remove(&old);
     }
+}
+
+fn generations_dir(root: &Path, target: &Target) -> PathBuf {
+    layout::backup_generations(&crate::worktree::shared_root(root), &target.abs)
 }
 
 /// `bak` kept at `path`: a hard link (backups are replaced by rename, never written in place, so

@@ -230,38 +230,97 @@ pub(super) fn scan_folder(tops: &[PathBuf], rel_dir: &str) -> Vec<LockEntry> {
 
 /// The lock files under `rel_dir` (empty: all) that git does not ignore (its excludes file too).
 fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
-    use ignore::{WalkBuilder, overrides::OverrideBuilder};
     let root = ws.root();
-    let excludes = crate::worktree::enclosing_common_dir(root)
-        .and_then(|common| crate::gitconfig::excludes_file(&common));
     let start = root.join(rel_dir);
     if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
         return Vec::new();
     }
+    let common = crate::worktree::enclosing_common_dir(root);
+    let excludes = (common.as_deref())
+        .and_then(crate::gitconfig::excludes_file)
+        .filter(|f| f.is_file() && !unsafe_ignore_file(f));
+    // The walker opens the ignore files it meets as any file (following a link, blocking on a
+    // FIFO, reading it whole): where one of them is no small regular file, its rules are not
+    // read, and what they would hide is walked (a lock found there is shown, never missed).
+    let by_rules = !start
+        .ancestors()
+        .any(|d| unsafe_ignore_file(&d.join(GITIGNORE)));
+    let exclude = !(common.iter().map(|c| c.join(INFO_EXCLUDE)))
+        .chain([root.join(".git").join(INFO_EXCLUDE)])
+        .any(|f| unsafe_ignore_file(&f));
+    let unruled = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut found = walk_locks(ws, &start, by_rules, exclude, excludes.as_deref(), &unruled);
+    // The folders passed over for their ignore file: walked again, without ignore rules.
+    let next = || unruled.lock().ok().and_then(|mut dirs| dirs.pop());
+    while let Some(dir) = next() {
+        found.extend(walk_locks(ws, &dir, false, false, None, &unruled));
+    }
+    found
+}
+
+/// The `.gitignore` of a folder.
+const GITIGNORE: &str = ".gitignore";
+/// A repository's own excludes file, in its git folder.
+const INFO_EXCLUDE: &str = "info/exclude";
+/// The most bytes of an ignore file the walker is let read.
+const IGNORE_FILE_CAP: u64 = 16 * 1024 * 1024;
+
+/// Whether something stands at `path` that the walker must not open as an ignore file: not a
+/// regular file (a FIFO, a folder, a link to either or to nothing) or one past the cap.
+fn unsafe_ignore_file(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
+        && !fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= IGNORE_FILE_CAP)
+}
+
+/// The lock files under `start`, folders obeying git's ignore rules when `by_rules` (the
+/// repository's excludes file too when `exclude`); a folder whose `.gitignore` the walker must
+/// not open is left out, and pushed on `unruled`.
+fn walk_locks(
+    ws: &Workspace,
+    start: &Path,
+    by_rules: bool,
+    exclude: bool,
+    excludes: Option<&Path>,
+    unruled: &std::sync::Arc<std::sync::Mutex<Vec<PathBuf>>>,
+) -> Vec<LockEntry> {
+    use ignore::{WalkBuilder, overrides::OverrideBuilder};
+    let root = ws.root();
     // Lock files are yielded even when ignored, no other file; folders obey the ignore rules.
     let mut names = OverrideBuilder::new(root);
     let overrides = (names.add(&format!("*{}*", layout::LOCK_INFIX)))
         .and_then(|b| b.build())
         .ok();
-    let mut walk = WalkBuilder::new(&start);
+    let unruled = std::sync::Arc::clone(unruled);
+    let mut walk = WalkBuilder::new(start);
     walk.standard_filters(false)
-        .git_ignore(true)
-        .git_exclude(true)
+        .git_ignore(by_rules)
+        .git_exclude(by_rules && exclude)
         .git_global(false)
         .current_dir(root)
-        .parents(true)
+        .parents(by_rules)
         .require_git(true)
         .follow_links(false)
-        .filter_entry(|e| {
-            !(e.depth() > 0
-                && e.file_type().is_some_and(|t| t.is_dir())
-                && (layout::skip_in_walk(&e.file_name().to_string_lossy())
-                    || crate::worktree::is_linked(e.path())))
+        .filter_entry(move |e| {
+            if !(e.depth() > 0 && e.file_type().is_some_and(|t| t.is_dir())) {
+                return true;
+            }
+            if layout::skip_in_walk(&e.file_name().to_string_lossy())
+                || crate::worktree::is_linked(e.path())
+            {
+                return false;
+            }
+            if by_rules && unsafe_ignore_file(&e.path().join(GITIGNORE)) {
+                if let Ok(mut dirs) = unruled.lock() {
+                    dirs.push(e.path().to_path_buf());
+                }
+                return false;
+            }
+            true
         });
     if let Some(o) = overrides {
         walk.overrides(o);
     }
-    if let Some(excludes) = excludes.filter(|f| f.is_file()) {
+    if let Some(excludes) = excludes.filter(|_| by_rules) {
         // A file that cannot be read is no rule, as for git.
         let _ = walk.add_ignore(excludes);
     }

@@ -203,3 +203,32 @@ fn a_large_payload_deep_or_past_the_cap_still_denies_a_held_file() {
         assert!(!env.exists("out.txt.lock.claude-10bf7680"));
     }
 }
+
+/// A payload whose `session_id` names no session coord can tell (no letter or digit in it), and
+/// no agent given: an edit of a file an agent holds is denied all the same (that holder cannot
+/// be this session), and an edit of a free file is allowed with a warning, no lock taken.
+#[test]
+fn a_session_coord_cannot_name_is_denied_a_held_file_and_takes_no_lock() {
+    let env = Env::new();
+    env.write("F", "f\n");
+    env.write("G", "g\n");
+    env.agent("b").args(["lock", "F"]).ok();
+    let before = env.snapshot();
+    for sid in ["..", "\u{c4}\u{d6}", "--"] {
+        let payload = |file: &str| {
+            format!(
+                r#"{{"session_id":"{sid}","cwd":{cwd},"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{{"file_path":{file},"content":"x"}}}}"#,
+                cwd = serde_json::json!(env.root()),
+                file = serde_json::json!(env.path(file)),
+            )
+        };
+        let out = call(&env, "claude", &[], &payload("F"));
+        let reason = denied("claude", &out)
+            .unwrap_or_else(|| panic!("{sid}: the edit of b's file is denied\n{}", out.stderr));
+        assert!(reason.contains("locked by b"), "{reason}");
+        let out = call(&env, "claude", &[], &payload("G"));
+        assert_eq!(denied("claude", &out), None, "{sid}: G is free");
+        assert!(out.stderr.contains("session_id"), "{}", out.stderr);
+        assert_eq!(env.snapshot(), before, "{sid}: nothing is written");
+    }
+}

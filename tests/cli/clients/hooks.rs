@@ -507,6 +507,80 @@ fn an_event_whose_cwd_is_gone_makes_no_workspace_where_the_hook_runs() {
     }
 }
 
+/// An event whose `cwd` was removed (the client ran in a folder since deleted) inside a
+/// workspace: an edit of a file another agent holds, named by its absolute path, is still
+/// denied, the workspace found from the nearest folder above the one that is gone.
+#[test]
+fn an_event_whose_cwd_is_gone_inside_a_workspace_still_denies_a_held_file() {
+    let env = Env::new();
+    env.write("F", "f\n");
+    env.agent("b").args(["lock", "F"]).ok();
+    let payload = serde_json::json!({
+        "session_id": "5e55a0e1",
+        "cwd": env.path("gone/below"),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": env.path("F"), "content": "x"},
+    })
+    .to_string();
+    let reason = denied("claude", &hook(&env, "claude", &payload, &["--wait", "0"]))
+        .expect("the edit of b's file must be denied");
+    assert!(reason.contains("locked by b"), "{reason}");
+    assert_eq!(env.read("F"), "f\n");
+    assert!(!env.exists("gone"));
+}
+
+/// The same from a hook process whose own current folder is that removed one (the client
+/// runs its hooks where it runs, and `getcwd` fails there): still denied.
+#[test]
+fn a_hook_run_in_a_removed_folder_still_denies_a_held_file() {
+    let env = Env::new();
+    env.write("F", "f\n");
+    env.agent("b").args(["lock", "F"]).ok();
+    std::fs::create_dir(env.path("gone")).unwrap();
+    let payload = serde_json::json!({
+        "session_id": "5e55a0e1",
+        "cwd": env.path("gone"),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": env.path("F"), "content": "x"},
+    })
+    .to_string();
+    // `sh` goes into the folder, removes it and becomes the hook, stdin the payload.
+    let mut sh = std::process::Command::new("sh");
+    sh.args([
+        "-c",
+        r#"cd "$1" && rmdir "$1" && exec "$2" hook claude --wait 0"#,
+        "sh",
+    ])
+    .arg(env.path("gone"))
+    .arg(crate::support::coord_bin())
+    .current_dir(env.root())
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("COORD_") {
+            sh.env_remove(k);
+        }
+    }
+    for var in crate::support::CLIENT_SESSION_VARS {
+        sh.env_remove(var);
+    }
+    let mut child = sh.spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), payload.as_bytes()).unwrap();
+    let done = child.wait_with_output().unwrap();
+    let out = crate::support::Output {
+        shown: "sh -c 'cd gone; rmdir gone; coord hook claude'".into(),
+        code: done.status.code(),
+        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
+    };
+    let reason = denied("claude", &out).unwrap_or_else(|| panic!("allowed: {}", out.stderr));
+    assert!(reason.contains("locked by b"), "{reason}");
+    assert_eq!(env.read("F"), "f\n");
+}
+
 /// The inode of a file (a rewrite through a temporary file and a rename makes a new one).
 fn inode(env: &Env, rel: &str) -> u64 {
     use std::os::unix::fs::MetadataExt;

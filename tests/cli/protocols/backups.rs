@@ -148,3 +148,30 @@ fn generations_past_eight_digits_are_still_listed() {
         "{v}"
     );
 }
+
+/// A restore whose FILE.bak cannot be replaced (a folder stands there) fails before it touches
+/// FILE: the current content is never left only in a temporary file (which the failure drops,
+/// as the next command sweeps that of a killed restore), and the generation asked for is
+/// still there.
+#[test]
+fn a_restore_that_cannot_keep_the_current_content_leaves_the_file_alone() {
+    let env = Env::new();
+    for i in 1..=3 {
+        env.write("F", format!("v{i}\n"));
+        env.agent("a").args(["lock", "F"]).ok();
+        env.agent("a").args(["unlock", "F"]).ok();
+    }
+    env.write("F", "the current edit\n");
+    std::fs::remove_file(env.path("F.bak")).unwrap();
+    std::fs::create_dir_all(env.path("F.bak/inside")).unwrap();
+    let out = env.agent("a").args(["restore", "F", "--from", "2"]).code(1);
+    assert!(out.stderr.starts_with("error:"), "{}", out.stderr);
+    assert_eq!(
+        env.read("F"),
+        "the current edit\n",
+        "the current content was lost"
+    );
+    assert!(env.exists("F.bak/inside"));
+    assert_eq!(env.read(".coord/backups/F/00000001"), "v1\n");
+    assert_eq!(env.read(".coord/backups/F/00000002"), "v2\n");
+}

@@ -276,6 +276,31 @@ fn a_killed_run_leaves_a_lock_that_is_stale_at_once() {
         .stderr_has("took over the stale lock of claude");
 }
 
+/// A `coord run` killed outright takes its CMD with it (Linux): the lock it leaves is stale at
+/// once, so CMD must not go on writing FILE under the lock the next agent takes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_runs_command_does_not_write_under_the_next_holder() {
+    let env = Env::new();
+    env.write("F", "");
+    let mut run = env
+        .agent("a")
+        .args(["run", "F", "--", "sh", "-c"])
+        .arg(": > started; while :; do echo late >> F; sleep 0.05; done")
+        .spawn();
+    wait_until("the command started", || env.exists("started"));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    env.agent("b").args(["lock", "F", "--no-wait"]).ok();
+    env.agent("b").args(["write", "F"]).stdin("b's\n").ok();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        env.read("F"),
+        "b's\n",
+        "the killed run's command wrote under b's lock"
+    );
+}
+
 /// As shells do: 127 when CMD does not exist, 126 when it exists but cannot be executed.
 #[test]
 fn run_exits_126_for_a_command_that_cannot_be_executed() {

@@ -62,6 +62,41 @@ fn every_kind_at_once_in_one_workspace_still_gives_a_status() {
     bed.assert_victim_untouched();
 }
 
+/// A `.gitignore` that is no small regular file (a FIFO, a folder, a link to one, 100 MiB),
+/// in the workspace's folder or the one above it, is not opened by the walk of the tree: the
+/// status comes in time and still lists a hand-made lock under that folder.
+#[test]
+fn a_hostile_gitignore_neither_stalls_the_status_nor_hides_a_lock() {
+    use crate::planted::{Kind, LIMIT, bounded};
+    for kind in [Kind::Fifo, Kind::Dir, Kind::Huge, Kind::Symlink] {
+        let bed = Bed::new();
+        std::fs::create_dir_all(bed.at("sub/deep")).unwrap();
+        std::fs::write(bed.at("sub/deep/F"), "f\n").unwrap();
+        let lock = "Agent: hand\nlocked_at: 2099-01-01T00:00:00+00:00\nfile: F\n";
+        std::fs::write(bed.at("sub/deep/F.lock.hand"), lock).unwrap();
+        let fifo = bed.env.path("fifo");
+        plant(&fifo, Kind::Fifo, &bed.victim());
+        let target = if kind == Kind::Symlink {
+            &fifo
+        } else {
+            &bed.victim()
+        };
+        plant(&bed.at("sub/.gitignore"), kind, target);
+        if kind != Kind::Dir {
+            plant(&bed.env.path(".gitignore"), kind, target);
+        }
+        let out = bounded(bed.cmd(None).args(["status", "--json"]), LIMIT);
+        expect(&out, 0);
+        let doc: StatusDoc = out.json();
+        assert!(
+            doc.locks.iter().any(|l| l.file == "sub/deep/F"),
+            "{kind:?}: the lock under the folder is missing: {}",
+            out.stdout
+        );
+        bed.assert_victim_untouched();
+    }
+}
+
 /// "held by X since T": `HH:MM` for a lock taken today, the date too for an older one.
 #[test]
 fn held_since_shows_the_date_only_for_another_day() {
