@@ -25,6 +25,9 @@ const HOOKS: [&str; 2] = ["pre-commit", "pre-push"];
 /// The suffix an existing hook is renamed with; coord's hook runs it after its own check.
 const CHAINED_SUFFIX: &str = ".chained";
 
+/// The most bytes of a hook read to tell whether it is coord's.
+const HOOK_CAP: u64 = 1024 * 1024;
+
 /// A file that another agent holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Held {
@@ -112,7 +115,9 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
         let path = hooks.join(name);
         let script = script(name, coord);
         let mut chained = None;
-        let outcome = match fs::read(&path) {
+        // Read as `uninstall_in` reads it: never through a link, never blocking on a FIFO, and
+        // never a large file whole (none of those is coord's hook, so it is chained).
+        let outcome = match fsutil::read_capped(&path, HOOK_CAP) {
             Ok(b) if b == script.as_bytes() => "already installed",
             // An older coord hook is rewritten in place; its chained hook stays.
             Ok(b) if String::from_utf8_lossy(&b).contains(MARKER) => "updated",
@@ -165,7 +170,7 @@ pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
         let path = hooks.join(name);
         let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
         let ours = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
-            && fsutil::read_capped(&path, 1024 * 1024)
+            && fsutil::read_capped(&path, HOOK_CAP)
                 .is_ok_and(|b| String::from_utf8_lossy(&b).contains(MARKER));
         let outcome = match (ours, fs::symlink_metadata(&aside).is_ok()) {
             (true, true) => "restored",

@@ -198,7 +198,15 @@ fn this_host(root: &Path) -> Vec<(PathBuf, Session)> {
 /// The client process of a hook: its parent, or the parent of the `sh -c` between them. `None`
 /// when that is a shell: a hook run by hand must not make the terminal a client session.
 pub fn hook_client_process() -> Option<ClientProcess> {
-    let parent = host::invoker();
+    let mut parent = host::invoker();
+    // A wrapper that runs this very command (`timeout 30 coord hook claude`) is no client: it
+    // ends with the hook, and a lock following it would be STALE the moment it did.
+    for _ in 0..4 {
+        if !runs_this_command(parent) {
+            break;
+        }
+        parent = host::parent_of_pid(parent)?;
+    }
     let pid = if !is_shell(parent) {
         // The client itself (a shell that ran `exec coord …` became coord).
         parent
@@ -208,6 +216,16 @@ pub fn hook_client_process() -> Option<ClientProcess> {
         return None;
     };
     (pid > 1).then(|| ClientProcess::of(pid)).flatten()
+}
+
+/// Whether process `pid` is a wrapper of this process's own command: its arguments end with
+/// this process's arguments, after some of its own (`timeout 30 coord hook claude`).
+fn runs_this_command(pid: u32) -> bool {
+    let ours: Vec<String> = (std::env::args_os())
+        .map(|a| a.to_string_lossy().into_owned())
+        .filter(|a| !a.is_empty())
+        .collect();
+    host::command_line(pid).is_some_and(|args| args.len() > ours.len() && args.ends_with(&ours))
 }
 
 /// Whether the client `process` runs with nobody at it (`Adapter::headless`); `false`: unknown.

@@ -45,6 +45,16 @@ pub fn write(
         drop(mutex);
         return Err(reject(ws, agent, target, tmp, Refusal::LockTakenOver));
     }
+    // Something else put in FILE's place while the content was read (a folder, a FIFO): it
+    // cannot be replaced, and the content must not be lost with the refusal.
+    if let Err(Error::BadPath { path, why }) = target.regular_or_absent() {
+        drop(mutex);
+        let why = match keep(ws, agent, target, tmp) {
+            Ok(rel) => format!("{why}; it was not written, your content is kept in `{rel}`"),
+            Err(e) => return Err(e),
+        };
+        return Err(Error::BadPath { path, why });
+    }
     let backup = staged.map(backup::Staged::commit).transpose()?;
     fsutil::persist(tmp, &target.abs)?;
     drop(mutex);
@@ -56,14 +66,13 @@ pub fn write(
     })
 }
 
-/// Keep refused content in `FILE.rejected.<agent>` and say why the write was refused.
-fn reject(
+/// Keep content that was not written in `FILE.rejected.<agent>`; its path relative to the root.
+fn keep(
     ws: &Workspace,
     agent: &AgentId,
     target: &Target,
     tmp: tempfile::NamedTempFile,
-    why: Refusal,
-) -> Error {
+) -> Result<String> {
     let mut path = layout::rejected(&target.abs, agent.id());
     // A regular file or a symlink at the usual name is replaced (never followed); anything else
     // there (a folder, a FIFO) cannot be, and the content must not be lost with it: keep it
@@ -78,9 +87,22 @@ fn reject(
     let rel = ws.rel(&path).unwrap_or_else(|| path.display().to_string());
     // Coord's file in the work tree, maybe its first: kept out of `git status` as the others.
     let _ = ws.adopt();
-    if let Err(e) = fsutil::persist_durable(tmp, &path) {
-        return e;
-    }
+    fsutil::persist_durable(tmp, &path)?;
+    Ok(rel)
+}
+
+/// Keep refused content in `FILE.rejected.<agent>` and say why the write was refused.
+fn reject(
+    ws: &Workspace,
+    agent: &AgentId,
+    target: &Target,
+    tmp: tempfile::NamedTempFile,
+    why: Refusal,
+) -> Error {
+    let rel = match keep(ws, agent, target, tmp) {
+        Ok(rel) => rel,
+        Err(e) => return e,
+    };
     let file = &target.rel;
     // Control characters dropped: the holder's name ends up on a terminal.
     let holder = lock::locks_of(target)

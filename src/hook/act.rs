@@ -47,6 +47,11 @@ pub fn handle(
                     return Ok(deny);
                 }
                 let made = targets(ws, cwd, files, false);
+                // A file with other names (hard links) is one file under each: an edit through
+                // one name writes what another agent holds under another.
+                if let Some(deny) = deny_seen(ws, agent, &linked_names(ws, &made), wait, None) {
+                    return Ok(deny);
+                }
                 before_edit(ws, agent, call, &made, wait, owner)
             }
             (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
@@ -71,6 +76,34 @@ pub fn handle(
         }
         Kind::Prompt | Kind::Notification | Kind::Permission | Kind::Other => Ok(Reply::Allow),
     }
+}
+
+/// The other names, among the files locked in the workspace, of those of `made` that have
+/// hard links: the same (device, inode) under another path. Looked for only when one has.
+fn linked_names(ws: &Workspace, made: &[Target]) -> Vec<Target> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |t: &Target| {
+        let m = std::fs::symlink_metadata(&t.abs).ok()?;
+        (m.is_file() && m.nlink() > 1).then(|| (m.dev(), m.ino()))
+    };
+    let linked: Vec<(u64, u64)> = made.iter().filter_map(id).collect();
+    if linked.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<Target> = Vec::new();
+    for e in lock::scan_tree(ws) {
+        let Ok(t) = ws.target_from_rel(&e.file) else {
+            continue;
+        };
+        let other_name = !made.iter().any(|m| m.rel == t.rel);
+        if other_name
+            && id(&t).is_some_and(|i| linked.contains(&i))
+            && !out.iter().any(|o| o.rel == t.rel)
+        {
+            out.push(t);
+        }
+    }
+    out
 }
 
 /// The files inside the workspace, not under `.coord/`: in folders that exist, or (`unmade`)

@@ -247,7 +247,8 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
         .any(|d| unsafe_ignore_file(&d.join(GITIGNORE)));
     let exclude = !(common.iter().map(|c| c.join(INFO_EXCLUDE)))
         .chain([root.join(".git").join(INFO_EXCLUDE)])
-        .any(|f| unsafe_ignore_file(&f));
+        .any(|f| unsafe_ignore_file(&f))
+        && !unsafe_exclude(&start);
     let unruled = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut found = walk_locks(ws, &start, by_rules, exclude, excludes.as_deref(), &unruled);
     // The folders passed over for their ignore file: walked again, without ignore rules.
@@ -270,6 +271,13 @@ const IGNORE_FILE_CAP: u64 = 16 * 1024 * 1024;
 fn unsafe_ignore_file(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok()
         && !fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= IGNORE_FILE_CAP)
+}
+
+/// Whether `dir` is the work tree of a repository (a nested one, a submodule) whose own
+/// excludes file the walker must not open.
+fn unsafe_exclude(dir: &Path) -> bool {
+    crate::worktree::repository_dir(dir)
+        .is_some_and(|git| unsafe_ignore_file(&git.join(INFO_EXCLUDE)))
 }
 
 /// The lock files under `start`, folders obeying git's ignore rules when `by_rules` (the
@@ -309,7 +317,9 @@ fn walk_locks(
             {
                 return false;
             }
-            if by_rules && unsafe_ignore_file(&e.path().join(GITIGNORE)) {
+            if by_rules
+                && (unsafe_ignore_file(&e.path().join(GITIGNORE)) || unsafe_exclude(e.path()))
+            {
                 if let Ok(mut dirs) = unruled.lock() {
                     dirs.push(e.path().to_path_buf());
                 }

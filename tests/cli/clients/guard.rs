@@ -384,3 +384,21 @@ fn the_guard_says_when_the_claims_cannot_be_read() {
             .is_symlink()
     );
 }
+
+/// A FIFO or a 100 MiB file where `pre-commit` is: `guard install` neither blocks on the FIFO
+/// nor reads the file whole; it is not coord's hook, so it is chained as any other.
+#[test]
+fn install_chains_a_fifo_or_a_huge_hook_without_reading_it() {
+    use crate::planted::{Kind, LIMIT, bounded, plant};
+    for kind in [Kind::Fifo, Kind::Huge] {
+        let env = repo();
+        let hook = env.path(".git/hooks/pre-commit");
+        let _ = std::fs::remove_file(&hook);
+        plant(&hook, kind, &env.path("a.txt"));
+        let out = bounded(env.cmd().args(["guard", "install"]), LIMIT);
+        assert_eq!(out.code, Some(0), "{kind:?}: {}", out.stderr);
+        let chained = std::fs::symlink_metadata(env.path(".git/hooks/pre-commit.chained")).unwrap();
+        assert_eq!(chained.is_file(), kind == Kind::Huge, "{kind:?}");
+        assert!(env.read(".git/hooks/pre-commit").contains("coord guard"));
+    }
+}

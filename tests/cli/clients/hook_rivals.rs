@@ -500,3 +500,33 @@ fn a_rival_write_of_several_mebibytes_is_still_denied() {
     assert!(reason.contains("claude-7684f1ed"), "{reason}");
     assert!(!env.exists("out.txt.lock.claude-10bf7680"));
 }
+
+/// A file with a second name (a hard link): an edit through that name of a file another agent
+/// holds under the first writes the held file (a client writes in place), so it is denied
+/// naming the holder and the file; a hard link to a free file is edited and locked as any.
+#[test]
+fn an_edit_through_a_hard_link_of_a_held_file_is_denied() {
+    let env = Env::new();
+    env.write("F", "f\n");
+    env.write("H", "h\n");
+    env.agent("b").args(["lock", "F"]).ok();
+    std::fs::hard_link(env.path("F"), env.path("G")).unwrap();
+    std::fs::hard_link(env.path("H"), env.path("H2")).unwrap();
+    let write = |file: &str| {
+        serde_json::json!({
+            "session_id": "7684f1ed-55e2-4a19-be34-6aa5a64f4b50",
+            "cwd": env.root(),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": env.path(file), "content": "x"},
+        })
+        .to_string()
+    };
+    let out = hook(&env, "claude", &write("G"), &["--wait", "0"]);
+    let reason = denied("claude", &out).expect("the edit through G is denied");
+    assert!(reason.contains("`F` is locked by b"), "{reason}");
+    assert!(!env.exists("G.lock.claude-7684f1ed"));
+    let out = hook(&env, "claude", &write("H2"), &["--wait", "0"]);
+    assert_eq!(denied("claude", &out), None, "{}", out.stdout);
+    assert!(env.exists("H2.lock.claude-7684f1ed"));
+}

@@ -343,6 +343,34 @@ fn a_sessions_lock_stays_live_past_its_ttl_while_the_client_lives() {
     env.agent("gemini").args(["lock", "a.md", "--no-wait"]).ok();
 }
 
+/// A hook wired under a wrapper that runs it as a child (`timeout 30 coord hook claude`): its
+/// lock follows the client, not the wrapper, which ends with the hook (the lock was STALE the
+/// moment it did, and another agent took it over while the client edited).
+#[test]
+fn a_hook_run_under_a_wrapper_locks_for_the_client_not_the_wrapper() {
+    if Command::new("timeout").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no timeout(1) to wrap the hook in");
+        return;
+    }
+    let env = Env::new();
+    env.write("a.md", "a\n");
+    let Some(mut c) = StandIn::start(&env, "claude", CLAUDE_SID, &[]) else {
+        return;
+    };
+    let mut payload = json!({"hook": "PreToolUse", "payload": edit("a.md", &env)});
+    payload["wrap"] = json!(["timeout", "30"]);
+    let r = c.step(payload);
+    assert_eq!(r["code"], 0, "{r}");
+    assert!(!denied(&r), "{r}");
+    assert_eq!(lock_state(&env, "a.md"), "LIVE");
+    env.agent("gemini")
+        .args(["lock", "a.md", "--no-wait"])
+        .code(3)
+        .stderr_has("claude-7684f1ed");
+    let lock = env.read("a.md.lock.claude-7684f1ed");
+    assert!(lock.contains(&format!("pid: {}\n", c.pid())), "{lock}");
+}
+
 /// `coord whoami` in each mode: flag, env, a session from the process tree, a session from the
 /// client's variable alone, none.
 #[test]

@@ -34,7 +34,9 @@ def answer(step):
     if "hook" in step:
         payload = {"session_id": SESSION, "cwd": os.getcwd(), "hook_event_name": step["hook"]}
         payload.update(step.get("payload", {}))
-        r = subprocess.run(["sh", "-c", '"$COORD_BIN" hook ' + CLIENT],
+        # "wrap": a command the hook runs under, as a user may wire it (`timeout 30 coord hook ...`).
+        wrap = " ".join(step.get("wrap", []))
+        r = subprocess.run(["sh", "-c", wrap + ' "$COORD_BIN" hook ' + CLIENT],
                            input=json.dumps(payload).encode(), capture_output=True)
         return {"code": r.returncode, "stdout": r.stdout.decode(), "stderr": r.stderr.decode()}
     if "sh" in step:

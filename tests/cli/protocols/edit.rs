@@ -290,6 +290,45 @@ fn killed_writes_leave_the_file_whole() {
     );
 }
 
+/// A folder put in FILE's place while `coord write` reads its content (by someone who ignores
+/// the lock): the write is refused as for a folder there from the start (exit 2), and the
+/// content it read is kept in `FILE.rejected.<agent>`, never lost with the refusal.
+#[test]
+fn a_folder_put_in_place_during_a_write_keeps_the_content() {
+    let env = Env::new();
+    env.write("F", "old\n");
+    env.agent("a").args(["lock", "F"]).ok();
+    let mut child = env
+        .agent("a")
+        .args(["write", "F"])
+        .command()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"precious first half, ").unwrap();
+    stdin.flush().unwrap();
+    // The content is being spooled: FILE was checked already.
+    wait_until("the write spools its content", || !temps(&env).is_empty());
+    std::fs::remove_file(env.path("F")).unwrap();
+    std::fs::create_dir(env.path("F")).unwrap();
+    stdin.write_all(b"and the second\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("F.rejected.a"), "{stderr}");
+    assert_eq!(
+        env.read("F.rejected.a"),
+        "precious first half, and the second\n",
+        "the content read was lost"
+    );
+    assert!(env.path("F").is_dir());
+    assert!(temps(&env).is_empty(), "{:?}", temps(&env));
+}
+
 #[test]
 fn refused_content_is_kept_even_when_a_folder_blocks_the_usual_name() {
     let env = Env::new();

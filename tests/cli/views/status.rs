@@ -97,6 +97,39 @@ fn a_hostile_gitignore_neither_stalls_the_status_nor_hides_a_lock() {
     }
 }
 
+/// A repository nested in the workspace (a submodule's place) whose `info/exclude` is a FIFO:
+/// the walk does not open it, and a hand-made lock inside that repository is still listed.
+#[test]
+fn a_fifo_excludes_file_of_a_nested_repository_neither_stalls_the_status_nor_hides_a_lock() {
+    use crate::planted::{Kind, LIMIT, bounded};
+    if !crate::rigs::git_or_skip() {
+        return;
+    }
+    let bed = Bed::new();
+    let inner = bed.at("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&inner)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let exclude = inner.join(".git/info/exclude");
+    let _ = std::fs::remove_file(&exclude);
+    plant(&exclude, Kind::Fifo, &bed.victim());
+    std::fs::write(inner.join("F"), "f\n").unwrap();
+    let lock = "Agent: hand\nlocked_at: 2099-01-01T00:00:00+00:00\nfile: F\n";
+    std::fs::write(inner.join("F.lock.hand"), lock).unwrap();
+    let out = bounded(bed.cmd(None).args(["status", "--json"]), LIMIT);
+    expect(&out, 0);
+    let doc: StatusDoc = out.json();
+    assert!(
+        doc.locks.iter().any(|l| l.file == "inner/F"),
+        "the lock in the nested repository is missing: {}",
+        out.stdout
+    );
+}
+
 /// "held by X since T": `HH:MM` for a lock taken today, the date too for an older one.
 #[test]
 fn held_since_shows_the_date_only_for_another_day() {
