@@ -35,9 +35,11 @@ fn stale_reason(
     now: &Timestamp,
 ) -> Option<String> {
     // Taken in a work tree now gone (recorded on this host): what was held there went with it.
+    // A tree moved (`git worktree move`) is not gone: its branch is still checked out.
     if let Some(tree) = e.field("worktree")
         && e.field("host") == Some(host::hostname())
         && crate::worktree::is_gone(Path::new(tree))
+        && !branch_checked_out(root, e.field("branch"))
     {
         return Some(format!(
             "its work tree `{tree}` is gone (removed while it was held)"
@@ -95,6 +97,14 @@ fn stale_reason(
         "older than its TTL of {} and {holder}",
         clock::format_duration(ttl)
     ))
+}
+
+/// Whether `branch` is checked out in a work tree of the repository at `root` that is there.
+fn branch_checked_out(root: &Path, branch: Option<&str>) -> bool {
+    branch.is_some_and(|b| {
+        (crate::worktree::trees(root).iter())
+            .any(|t| t.branch().as_deref() == Some(b) && !crate::worktree::is_gone(&t.top))
+    })
 }
 
 /// Problems a strict check reports: stale and conflicting locks, and names that are not UTF-8.

@@ -551,6 +551,28 @@ fn claims_taken_in_a_removed_worktree_are_stale_and_taken_over_as_its_locks_are(
         .stderr_has("erin");
 }
 
+/// A worktree moved (`git worktree move`) is not gone: the claims taken there still hold, as its
+/// locks do (they moved with it), and nobody takes the paths they match until they are given back.
+#[test]
+fn claims_of_a_moved_worktree_still_hold() {
+    let r = repo();
+    coord(&r, &r.b, "dave").args(["lock", "src/"]).ok();
+    git(&r.main, &["worktree", "move", "../b", "../b2"]);
+    let b2 = r.env.path("b2");
+    coord(&r, &b2, "dave").args(["presence", "still here"]).ok();
+    coord(&r, &r.main, "carol")
+        .args(["lock", "src/x.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("dave");
+    coord(&r, &b2, "dave")
+        .args(["unlock", "src/"])
+        .ok()
+        .stdout_has("Claim released: src/**");
+    coord(&r, &r.main, "carol")
+        .args(["lock", "src/x.rs", "--no-wait"])
+        .ok();
+}
+
 #[test]
 fn a_worktree_inside_the_main_checkout_is_not_a_nested_workspace() {
     let r = repo();
