@@ -330,6 +330,8 @@ pub fn run() -> ExitCode {
     // The library's background children (syncs, the renewer) leave this process as the
     // binary's one piece of pre-exec code makes them.
     coord::remote::set_detacher(child_fence::detach);
+    // Which client session this process runs in, from the client's variable (no file read).
+    coord::lock::set_runs_in(coord::identity::runs_in());
     // `coord run`'s CMD dies with it, as `coord session`'s does.
     coord::edit::run::set_supervisor(child_fence::die_with_parent);
     let (cli, dir_given, agent_flag) = match parse_args() {

@@ -21,7 +21,7 @@ mod scan;
 
 pub use acquire::{
     Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
-    TakeOver, acquire, format_since, seen_holder, since_text, working_text,
+    TakeOver, acquire, format_since, seen_holder, set_runs_in, since_text, working_text,
 };
 pub use index::{entries as indexed, forget_gone};
 pub use judge::{classify, describe_problem, problems};

@@ -145,7 +145,7 @@ fn release_files(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut g = Gathered::default();
-    let runs_in = crate::identity::runs_in();
+    let runs_in = super::acquire::runs_in();
     // Each folder listed once, in every work tree (killed processes' temporary files swept too).
     let roster = lookup_roster(ws.root())?;
     let listing = Listing {
@@ -158,7 +158,7 @@ fn release_files(
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = match verdict(&entries, |e| e, agent.id(), force) {
             // Another live process of ours holds it: not ours to give back (left out of "all").
-            Ok(i) => match held_elsewhere(&entries[i], runs_in.as_ref()) {
+            Ok(i) => match held_elsewhere(&entries[i], runs_in) {
                 Some(_) if all => continue,
                 Some(held) => held,
                 None => g.ours(&target.rel, &entries[i]),
@@ -320,8 +320,8 @@ pub enum Fence {
 /// A lock of `agent` that follows another of its processes still running is that process's, not
 /// this one's to edit under.
 pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
-    let runs_in = crate::identity::runs_in();
-    let ours = |e: &LockEntry| !follows_running_process(e, runs_in.as_ref());
+    let runs_in = super::acquire::runs_in();
+    let ours = |e: &LockEntry| !follows_running_process(e, runs_in);
     let path = layout::lock_file(&target.abs, agent.id());
     if let Some(e) = LockEntry::read(path, target.rel.clone(), agent.id().to_string())
         && let Some(token) = e.token()

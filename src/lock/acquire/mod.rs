@@ -49,6 +49,22 @@ pub struct ClientSession {
     pub session: String,
 }
 
+/// The client session this process runs in, as [`set_runs_in`] said (none until then).
+static RUNS_IN: std::sync::OnceLock<Option<ClientSession>> = std::sync::OnceLock::new();
+
+/// Say which agent client session this process runs in (once per process; later calls are
+/// ignored): a lock taken in it is this process's own to give back or to edit under, whichever
+/// of the session's processes took it. The binary says it at start, from the client's session
+/// variable; the library does not read the clients' variables itself.
+pub fn set_runs_in(session: Option<ClientSession>) {
+    let _ = RUNS_IN.set(session);
+}
+
+/// The client session this process runs in ([`set_runs_in`]).
+pub(crate) fn runs_in() -> Option<&'static ClientSession> {
+    RUNS_IN.get().and_then(Option::as_ref)
+}
+
 impl Owner {
     /// A lock that follows process `pid` (and `coord session` `session`, if any).
     pub fn process(pid: u32, session: Option<String>) -> Owner {
