@@ -256,7 +256,7 @@ impl Error {
                 root.display()
             ),
             Error::BadDuration { .. } => {
-                "write durations like `0`, `500ms`, `30s`, `5m`, `2h` or `forever`".into()
+                "write durations like `0`, `500ms`, `30s`, `5m`, `2h`, or `forever` where a wait is meant".into()
             }
             Error::BadPattern { .. } => {
                 "claim a folder with a trailing `/` (`src/auth/`) or a pattern with `*`, `?`, `[...]`, `**` (`'src/**/*.sql'`, quoted from the shell), relative to the current folder".into()

@@ -73,6 +73,11 @@ fn usage_errors_exit_2() {
     env.agent("claude")
         .args(["lock", "a.md", "--ttl", "0"])
         .code(2);
+    // A lock's lifetime is a duration: `forever` is a wait's bound only, as the hint says.
+    env.agent("claude")
+        .args(["lock", "a.md", "--ttl", "forever"])
+        .code(2)
+        .stderr_has("or `forever` where a wait is meant");
     env.cmd().args(["status", "/nonexistent/folder"]).code(2);
     env.cmd().arg("--help").ok().stdout_has("Usage");
 }
