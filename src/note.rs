@@ -7,7 +7,7 @@ use crate::clock::{self, Timestamp, Wait};
 use crate::edit::{process_lock, with_own_lock};
 use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
-use crate::lock::{self, ClientSession, Fence, LockEvent};
+use crate::lock::{self, Fence, LockEvent};
 use crate::record::one_line;
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -37,7 +37,6 @@ pub fn note(
     target: &Target,
     text: &str,
     wait: Wait,
-    runs_in: Option<ClientSession>,
     on_event: &mut dyn FnMut(&LockEvent),
 ) -> Result<Noted> {
     if one_line(text).is_empty() {
@@ -49,7 +48,6 @@ pub fn note(
         wait,
         "writing a note",
         true,
-        runs_in,
     );
     // The line is appended under the workspace mutex, while the lock is still ours; synced after.
     let append = |fence: &Fence, took_lock| {

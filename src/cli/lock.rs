@@ -76,7 +76,6 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         reason: args.reason,
         owner: session_owner(ctx),
         claims,
-        runs_in: coord::identity::runs_in(),
     };
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129.
     super::stop_on_signals()?;

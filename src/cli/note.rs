@@ -34,9 +34,8 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let target = ws.one_file(ctx.cwd(), &args.file, "note")?;
     let wait = args.wait.wait()?;
     let text = msg::text_or_stdin(&args.text)?;
-    let runs_in = coord::identity::runs_in();
     let noted = WaitProgress::during(wait, ctx.quiet, |on| {
-        note::note(&ws, &agent, &target, &text, wait, runs_in, on)
+        note::note(&ws, &agent, &target, &text, wait, on)
     })?;
     ctx.emit(&noted, || noted_line(&noted));
     Ok(ExitCode::Success)

@@ -48,9 +48,8 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let wait = args.wait.wait()?;
     let generation = usize::try_from(args.from.unwrap_or(1)).unwrap_or(usize::MAX);
-    let runs_in = coord::identity::runs_in();
     let restored = WaitProgress::during(wait, ctx.quiet, |on| {
-        restore::restore(&ws, &agent, &target, generation, wait, runs_in, on)
+        restore::restore(&ws, &agent, &target, generation, wait, on)
     })?;
     ctx.emit(&restored, || {
         let (file, backup) = (&restored.file, &restored.backup);

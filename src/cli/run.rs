@@ -49,7 +49,6 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         command: args.command,
         // With `-C DIR`, CMD runs in DIR, where FILE was read from (contract §1).
         dir: ctx.cwd().to_path_buf(),
-        runs_in: coord::identity::runs_in(),
     };
     // The locks are released before this process exits: kept locked until then, the first
     // waiter in line sleeps on them (see `coord::wait::handoff`).

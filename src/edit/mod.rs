@@ -7,7 +7,7 @@ pub mod write;
 use crate::clock::Wait;
 use crate::error::{Error, Result};
 use crate::host;
-use crate::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::lock::{self, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// Locks on files for the life of this process, as an edit takes them when the agent holds
@@ -18,7 +18,6 @@ pub(crate) fn process_lock(
     wait: Wait,
     reason: &str,
     backup: bool,
-    runs_in: Option<ClientSession>,
 ) -> LockRequest {
     LockRequest {
         agent: agent.clone(),
@@ -29,7 +28,6 @@ pub(crate) fn process_lock(
         reason: Some(reason.into()),
         owner: Some(Owner::process(host::pid(), None)),
         claims: Vec::new(),
-        runs_in,
     }
 }
 

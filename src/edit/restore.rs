@@ -10,7 +10,7 @@ use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::lock::{self, ClientSession, Fence, LockEvent, backup};
+use crate::lock::{self, Fence, LockEvent, backup};
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::{process_lock, with_own_lock};
@@ -39,7 +39,6 @@ pub fn restore(
     target: &Target,
     generation: usize,
     wait: Wait,
-    runs_in: Option<ClientSession>,
     on_event: &mut dyn FnMut(&LockEvent),
 ) -> Result<Restored> {
     target.regular_or_absent()?;
@@ -87,7 +86,6 @@ pub fn restore(
         wait,
         "restoring from its backup",
         false,
-        runs_in,
     );
     let generation = generation.max(1);
     let swap = |fence: &Fence, took_lock: bool| -> Result<Restored> {

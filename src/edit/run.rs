@@ -19,7 +19,7 @@ use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Result};
 use crate::host::ProcessGroup;
-use crate::lock::{self, Acquisition, ClientSession, LockEvent, LockRequest};
+use crate::lock::{self, Acquisition, LockEvent, LockRequest};
 use crate::pattern::Pattern;
 use crate::presence;
 use crate::session::{AGENT_ENV, DIR_ENV, HEARTBEAT_EVERY, KILL_GRACE};
@@ -47,8 +47,6 @@ pub struct RunRequest {
     pub command: Vec<OsString>,
     /// The folder CMD runs in (`-C DIR`: DIR, where FILE arguments were read from).
     pub dir: std::path::PathBuf,
-    /// The agent client's session this process runs in (see [`LockRequest::runs_in`]).
-    pub runs_in: Option<ClientSession>,
 }
 
 /// Something worth telling the user before CMD ends.
@@ -119,10 +117,10 @@ pub fn run(
         .unwrap_or(program.as_os_str())
         .to_string_lossy();
     let name: String = name.chars().filter(|c| !c.is_control()).take(60).collect();
-    let (reason, runs_in) = (format!("coord run {name}"), req.runs_in.clone());
+    let reason = format!("coord run {name}");
     let lock_req = LockRequest {
         claims: req.claims.clone(),
-        ..super::process_lock(&req.agent, &req.targets, req.wait, &reason, true, runs_in)
+        ..super::process_lock(&req.agent, &req.targets, req.wait, &reason, true)
     };
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.

@@ -339,7 +339,6 @@ fn request(
         )),
         owner: owner.cloned(),
         claims: Vec::new(),
-        runs_in: crate::identity::runs_in(),
     }
 }
 

@@ -213,13 +213,12 @@ pub(super) fn release_here(
     let me = agent.id();
     let mut gone = vec![false; all.len()];
     let (mut out, mut marked) = (Vec::new(), Vec::new());
-    let runs_in = super::acquire::runs_in();
     match which {
         Which::All => {
             classify(root, &mut all, &mut StateCache::default(), &clock::now());
             for i in (0..all.len()).filter(|&i| all[i].agent == me) {
                 // Another live process of ours holds it: not ours to give back.
-                if held_elsewhere(&all[i], runs_in).is_some() {
+                if held_elsewhere(&all[i]).is_some() {
                     continue;
                 }
                 let outcome = ours(&all, i, &mut gone, &mut marked);
@@ -233,7 +232,7 @@ pub(super) fn release_here(
                     .filter(|&i| all[i].file == p.as_str())
                     .collect();
                 let outcome = match super::release::verdict(&same, |&i| &all[i], me, force) {
-                    Ok(j) => match held_elsewhere(&all[same[j]], runs_in) {
+                    Ok(j) => match held_elsewhere(&all[same[j]]) {
                         Some(held) => held,
                         None => ours(&all, same[j], &mut gone, &mut marked),
                     },

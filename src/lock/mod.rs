@@ -243,14 +243,11 @@ impl LockEntry {
 }
 
 /// Whether `m`, a lock or claim of our own name that is not STALE, follows a live process other
-/// than this one (or `owner`, the process we lock for) and its ancestors: a `coord run`, a `coord
-/// session`, another client session. Two processes of one agent exclude each other, so it is
-/// neither refreshed nor given back by this one.
-pub(crate) fn follows_other_process(
-    m: &LockEntry,
-    owner: Option<u32>,
-    runs_in: Option<&ClientSession>,
-) -> bool {
+/// than this one (or `owner`, the process we lock for) and its ancestors, outside the client
+/// session this process runs in ([`set_runs_in`]): a `coord run`, a `coord session`, another
+/// client session. Two processes of one agent exclude each other, so it is neither refreshed
+/// nor given back by this one.
+pub(crate) fn follows_other_process(m: &LockEntry, owner: Option<u32>) -> bool {
     let Some((pid, h)) = m.process() else {
         return false;
     };
@@ -262,7 +259,7 @@ pub(crate) fn follows_other_process(
     }
     // Taken in the client session we run in (Codex's sandbox hides our ancestors).
     if let Some((client, session)) = m.client_session()
-        && runs_in.is_some_and(|c| c.client == client && c.session == session)
+        && acquire::runs_in().is_some_and(|c| c.client == client && c.session == session)
     {
         return false;
     }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::remote_claim::{self, Marked, RemoteRelease};
 use super::scan::{Listing, lookup_roster};
 use super::{
-    ClientSession, LockEntry, LockState, classify, follows_other_process, index, list_locks_each,
+    LockEntry, LockState, classify, follows_other_process, index, list_locks_each,
     own_locks_listed, scan_tree, take_over,
 };
 use crate::clock;
@@ -145,7 +145,6 @@ fn release_files(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut g = Gathered::default();
-    let runs_in = super::acquire::runs_in();
     // Each folder listed once, in every work tree (killed processes' temporary files swept too).
     let roster = lookup_roster(ws.root())?;
     let listing = Listing {
@@ -158,7 +157,7 @@ fn release_files(
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = match verdict(&entries, |e| e, agent.id(), force) {
             // Another live process of ours holds it: not ours to give back (left out of "all").
-            Ok(i) => match held_elsewhere(&entries[i], runs_in) {
+            Ok(i) => match held_elsewhere(&entries[i]) {
                 Some(_) if all => continue,
                 Some(held) => held,
                 None => g.ours(&target.rel, &entries[i]),
@@ -245,11 +244,8 @@ pub(super) fn verdict<'e, T>(
 
 /// Our lock or claim `e`, when it follows another live process of our name (a `coord run`, a
 /// `coord session`, another client session): who holds it, as a release refused reports it.
-pub(super) fn held_elsewhere(
-    e: &LockEntry,
-    runs_in: Option<&ClientSession>,
-) -> Option<ReleaseOutcome> {
-    if e.state == LockState::Stale || !follows_other_process(e, None, runs_in) {
+pub(super) fn held_elsewhere(e: &LockEntry) -> Option<ReleaseOutcome> {
+    if e.state == LockState::Stale || !follows_other_process(e, None) {
         return None;
     }
     let (pid, _) = e.process()?;
@@ -320,8 +316,7 @@ pub enum Fence {
 /// A lock of `agent` that follows another of its processes still running is that process's, not
 /// this one's to edit under.
 pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
-    let runs_in = super::acquire::runs_in();
-    let ours = |e: &LockEntry| !follows_running_process(e, runs_in);
+    let ours = |e: &LockEntry| !follows_running_process(e);
     let path = layout::lock_file(&target.abs, agent.id());
     if let Some(e) = LockEntry::read(path, target.rel.clone(), agent.id().to_string())
         && let Some(token) = e.token()
@@ -346,8 +341,8 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
 
 /// Whether our lock `e` follows another process of ours ([`follows_other_process`]) that has not
 /// been seen gone (one on another host cannot be checked: it is taken to run).
-fn follows_running_process(e: &LockEntry, runs_in: Option<&ClientSession>) -> bool {
-    follows_other_process(e, None, runs_in)
+fn follows_running_process(e: &LockEntry) -> bool {
+    follows_other_process(e, None)
         && !(e.process()).is_some_and(|(pid, h)| {
             crate::host::recorded_process_gone_since(pid, h, e.process_start())
         })

@@ -211,7 +211,6 @@ fn request(who: &str, targets: Vec<Target>) -> LockRequest {
         reason: None,
         owner: None,
         claims: Vec::new(),
-        runs_in: None,
     }
 }
 

@@ -81,7 +81,6 @@ impl Host {
                     reason: args.str("reason")?.map(str::to_string),
                     owner: Some(self.owner.clone()),
                     claims,
-                    runs_in: coord::identity::runs_in(),
                 };
                 // Claims reach the remote as `coord lock`'s do (contract §13).
                 let got = lock::acquire(ws, &req, &lock::Reach::CLAIMS, &mut |_| {})?;
@@ -114,8 +113,7 @@ impl Host {
                 let target = ws.one_file(ws.root(), args.req_str("file")?, "note")?;
                 let text = args.req_str("text")?;
                 let wait = args.wait("wait_s", DEFAULT_WAIT)?;
-                let runs_in = coord::identity::runs_in();
-                let noted = note::note(ws, agent, &target, text, wait, runs_in, &mut |_| {})?;
+                let noted = note::note(ws, agent, &target, text, wait, &mut |_| {})?;
                 done(note_cmd::noted_line(&noted), &noted)
             }
             "msg_send" => {

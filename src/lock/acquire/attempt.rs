@@ -202,7 +202,7 @@ impl<'a> Try<'a> {
         let live_mine = mine.iter().filter(|m| m.state != LockState::Stale);
         if let Some(other) = live_mine.clone().find(|m| {
             let owner = self.req.owner.as_ref().map(|o| o.pid);
-            follows_other_process(m, owner, self.req.runs_in.as_ref())
+            follows_other_process(m, owner)
         }) {
             let mut b = blocker_of(root, other, &self.now);
             if let Some((pid, _)) = other.process() {

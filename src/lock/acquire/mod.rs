@@ -95,8 +95,6 @@ pub struct LockRequest {
     pub owner: Option<Owner>,
     /// Claims on folders and patterns, all or nothing with `targets` (see `claim`).
     pub claims: Vec<crate::pattern::Pattern>,
-    /// The agent client's session this process runs in: a lock of ours taken in it is ours.
-    pub runs_in: Option<ClientSession>,
 }
 
 /// Something worth telling the user while acquiring.
