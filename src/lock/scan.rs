@@ -312,16 +312,20 @@ fn walk_locks(
             if !(e.depth() > 0 && e.file_type().is_some_and(|t| t.is_dir())) {
                 return true;
             }
+            // A folder without a `.git` is neither a linked worktree nor a repository of its
+            // own: one lookup decides both for most folders.
+            let dir = e.path();
+            let git = fs::symlink_metadata(dir.join(".git")).is_ok();
             if layout::skip_in_walk(&e.file_name().to_string_lossy())
-                || crate::worktree::is_linked(e.path())
+                || (git && crate::worktree::is_linked(dir))
             {
                 return false;
             }
             if by_rules
-                && (unsafe_ignore_file(&e.path().join(GITIGNORE)) || unsafe_exclude(e.path()))
+                && (unsafe_ignore_file(&dir.join(GITIGNORE)) || (git && unsafe_exclude(dir)))
             {
                 if let Ok(mut dirs) = unruled.lock() {
-                    dirs.push(e.path().to_path_buf());
+                    dirs.push(dir.to_path_buf());
                 }
                 return false;
             }
