@@ -880,13 +880,11 @@ pub fn claims_on(ws: &Workspace, paths: &[&str]) -> Vec<RemoteClaim> {
 /// How long ago the remote was last read, from `.coord/remote/claims` (`None`: never, or not
 /// shared here): with [`max_age`], whether a hook should have it read again.
 pub fn synced_age(ws: &Workspace) -> Option<Duration> {
-    synced_time(ws).map(|at| clock::age(&clock::now(), &at))
+    synced_time(ws, &config(ws)?).map(|at| clock::age(&clock::now(), &at))
 }
 
-/// When the remote was last read, from `.coord/remote/claims` (`None`: never, or not shared
-/// here).
-fn synced_time(ws: &Workspace) -> Option<Timestamp> {
-    let cfg = config(ws)?;
+/// When the remote `cfg` names was last read, from `.coord/remote/claims` (`None`: never).
+fn synced_time(ws: &Workspace, cfg: &Config) -> Option<Timestamp> {
     let (synced, _) = state::read_index(ws.root(), &cfg.remote, |_| false)?;
     (synced > 0).then(|| epoch(synced))
 }
@@ -905,7 +903,7 @@ pub fn refresh(ws: &Workspace, older: Duration) -> Option<String> {
     // A read stamped later than this clock reads now (it was set back since) is read again:
     // its age says nothing.
     let now = clock::now();
-    if synced_time(ws).is_some_and(|at| at <= now && clock::age(&now, &at) <= older) {
+    if synced_time(ws, &cfg).is_some_and(|at| at <= now && clock::age(&now, &at) <= older) {
         return None;
     }
     let read = sync_lock(ws).is_ok_and(|lock| {
