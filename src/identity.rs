@@ -199,18 +199,21 @@ fn this_host(root: &Path) -> Vec<(PathBuf, Session)> {
 /// when that is a shell: a hook run by hand must not make the terminal a client session.
 pub fn hook_client_process() -> Option<ClientProcess> {
     let mut parent = host::invoker();
+    // Each process's arguments are read once.
+    let mut args = host::command_line(parent);
     // A wrapper that runs this very command (`timeout 30 coord hook claude`) is no client: it
     // ends with the hook, and a lock following it would be STALE the moment it did.
     for _ in 0..4 {
-        if !runs_this_command(parent) {
+        if !runs_this_command(args.as_deref()) {
             break;
         }
         parent = host::parent_of_pid(parent)?;
+        args = host::command_line(parent);
     }
     let pid = if !is_shell(parent) {
         // The client itself (a shell that ran `exec coord …` became coord).
         parent
-    } else if runs_c(parent) {
+    } else if runs_c(args.as_deref()) {
         host::parent_of_pid(parent).filter(|&pid| !is_shell(pid))?
     } else {
         return None;
@@ -218,14 +221,14 @@ pub fn hook_client_process() -> Option<ClientProcess> {
     (pid > 1).then(|| ClientProcess::of(pid)).flatten()
 }
 
-/// Whether process `pid` is a wrapper of this process's own command: its arguments end with
-/// this process's arguments, after some of its own (`timeout 30 coord hook claude`).
-fn runs_this_command(pid: u32) -> bool {
+/// Whether a process with arguments `args` is a wrapper of this process's own command: they
+/// end with this process's arguments, after some of its own (`timeout 30 coord hook claude`).
+fn runs_this_command(args: Option<&[String]>) -> bool {
     let ours: Vec<String> = (std::env::args_os())
         .map(|a| a.to_string_lossy().into_owned())
         .filter(|a| !a.is_empty())
         .collect();
-    host::command_line(pid).is_some_and(|args| args.len() > ours.len() && args.ends_with(&ours))
+    args.is_some_and(|args| args.len() > ours.len() && args.ends_with(&ours))
 }
 
 /// Whether the client `process` runs with nobody at it (`Adapter::headless`); `false`: unknown.
@@ -245,8 +248,8 @@ fn is_shell(pid: u32) -> bool {
     host::command_name(pid).is_some_and(|name| SHELLS.contains(&name.as_str()))
 }
 
-/// Whether process `pid` (a shell) runs `-c` (or `-lc`): how clients run hooks.
-fn runs_c(pid: u32) -> bool {
+/// Whether a shell with arguments `args` runs `-c` (or `-lc`): how clients run hooks.
+fn runs_c(args: Option<&[String]>) -> bool {
     let dash_c = |a: &String| {
         a.strip_prefix('-').is_some_and(|opts| {
             !opts.starts_with('-')
@@ -254,7 +257,7 @@ fn runs_c(pid: u32) -> bool {
                 && opts.bytes().all(|b| b.is_ascii_alphabetic())
         })
     };
-    host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(dash_c))
+    args.is_some_and(|args| args.iter().skip(1).any(dash_c))
 }
 
 /// Record that the session `id` of `client` runs in `process` (unless already recorded), and
