@@ -316,26 +316,22 @@ pub fn document(ws: &Workspace, all: bool) -> Status {
 /// Build an [`AgentView`] from a presence.
 pub fn agent_view(p: &Presence, now: &Timestamp) -> AgentView {
     let hb = p.heartbeat();
+    let field = |k: &str| p.field(k).map(str::to_string);
     let mut view = AgentView {
         agent: p.id.clone(),
         name: p.name().to_string(),
         status: p.state(now).as_str().to_string(),
-        heartbeat: p
-            .field("heartbeat")
-            .map(str::to_string)
-            .or_else(|| hb.as_ref().map(clock::format_timestamp)),
+        heartbeat: field("heartbeat").or_else(|| hb.as_ref().map(clock::format_timestamp)),
         heartbeat_age_s: hb.map(|h| clock::age(now, &h).as_secs()),
-        started: p.field("started").map(str::to_string),
-        working_on: p.field("working_on").map(str::to_string),
-        current_file: p.field("current_file").map(str::to_string),
-        lock_status: p.field("lock_status").map(str::to_string),
-        worktree: p.field(crate::worktree::PRESENCE_KEY).map(str::to_string),
+        started: field("started"),
+        working_on: field("working_on"),
+        current_file: field("current_file"),
+        lock_status: field("lock_status"),
+        worktree: field(crate::worktree::PRESENCE_KEY),
         // Else the client a session agent's id names (`claude-3f2a9c1b` → `claude`).
-        client: p
-            .field("client")
-            .or_else(|| Client::parse(p.id.split_once('-')?.0).map(Client::as_str))
-            .map(str::to_string),
-        prompt: p.field("prompt").filter(|v| *v != "-").map(str::to_string),
+        client: field("client")
+            .or_else(|| Client::parse(p.id.split_once('-')?.0).map(|c| c.as_str().to_string())),
+        prompt: field("prompt"),
         holds: p.locks(),
         ..AgentView::default()
     };
@@ -508,8 +504,7 @@ pub fn who(
         working_on: presence::read(ws.root(), &e.agent)
             .ok()
             .flatten()
-            .and_then(|p| p.field("working_on").map(str::to_string))
-            .filter(|w| w != "-"),
+            .and_then(|p| p.field("working_on").map(str::to_string)),
     };
     let targets: Vec<crate::workspace::Target> = args
         .iter()
@@ -681,10 +676,7 @@ pub fn nested(ws: &Workspace, files: &[&str]) -> Vec<Nested> {
                     agent: p.id.clone(),
                     name: p.name().to_string(),
                     status: p.state(&now).as_str().to_string(),
-                    working_on: p
-                        .field("working_on")
-                        .filter(|w| *w != "-")
-                        .map(str::to_string),
+                    working_on: p.field("working_on").map(str::to_string),
                 })
                 .collect(),
             root: rel,
