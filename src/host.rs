@@ -38,15 +38,13 @@ pub fn origin() -> &'static str {
         }
         // The session's leader lives outside this pid namespace (a container or sandbox): every
         // command started in it from outside shares that session, so the namespace stands for it.
-        pid_namespace().map_or_else(|| format!("pid {}", pid()), |ns| format!("pidns {ns}"))
+        // Its inode number, from `/proc/self/ns/pid` (`pid:[4026531836]`).
+        let link = std::fs::read_link("/proc/self/ns/pid").ok();
+        let ns = link
+            .as_ref()
+            .and_then(|l| l.to_str()?.strip_prefix("pid:[")?.strip_suffix(']'));
+        ns.map_or_else(|| format!("pid {}", pid()), |ns| format!("pidns {ns}"))
     })
-}
-
-/// The inode number of this process's pid namespace (from `/proc/self/ns/pid`).
-fn pid_namespace() -> Option<u64> {
-    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
-    let link = link.to_str()?;
-    link.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// This process's group, session and terminal foreground group (`None`: not known).
