@@ -243,15 +243,13 @@ pub fn finish_append() -> u8 {
         return SHORT;
     }
     // Straight to the descriptor: std's stdout would buffer by line.
-    let out = io::stdout();
-    let mut rest = &buf[..];
-    while !rest.is_empty() {
-        match rustix::io::write(out.as_fd(), rest) {
-            Ok(0) => return rustix::io::Errno::NOSPC.raw_os_error() as u8,
-            Ok(n) => rest = &rest[n..],
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return u8::try_from(e.raw_os_error()).unwrap_or(SHORT),
+    let out = io::stdout().as_fd().try_clone_to_owned().map(File::from);
+    match out.and_then(|mut out| out.write_all(&buf)) {
+        Ok(()) => 0,
+        // A write that took nothing (`WriteZero`, no errno): the disk is full.
+        Err(e) => {
+            let errno = e.raw_os_error();
+            u8::try_from(errno.unwrap_or(rustix::io::Errno::NOSPC.raw_os_error())).unwrap_or(SHORT)
         }
     }
-    0
 }
