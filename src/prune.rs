@@ -76,27 +76,24 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
             out.kept.push(agent);
             continue;
         }
-        let mut paths = vec![layout::presence(&shared, &agent)];
+        let mut gone = vec![layout::presence(&shared, &agent)];
         for r in rows.iter().filter(|r| r.partner_name == agent) {
-            paths.extend([
+            gone.extend([
                 layout::partner_row(&shared, r.id),
                 layout::partner_open(&shared, r.id),
             ]);
         }
-        paths.extend([
+        gone.extend([
             layout::needs_user(&shared, &agent),
             layout::shell_start(&shared, &agent),
         ]);
-        let marks = layout::read_marks_dir(&shared, &agent);
-        let mut gone = Vec::new();
-        for p in paths {
-            if std::fs::symlink_metadata(&p).is_ok() {
-                if !dry_run {
-                    fsutil::remove(&p)?;
-                }
-                gone.push(p);
+        gone.retain(|p| std::fs::symlink_metadata(p).is_ok());
+        if !dry_run {
+            for p in &gone {
+                fsutil::remove(p)?;
             }
         }
+        let marks = layout::read_marks_dir(&shared, &agent);
         if marks.is_dir() {
             // A folder of plain files, never following a link.
             if !dry_run {
