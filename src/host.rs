@@ -334,8 +334,10 @@ mod tests {
     use super::*;
 
     fn sleeper(secs: &str) -> std::process::Child {
-        let sleep = std::process::Command::new("sleep").arg(secs).spawn();
-        sleep.unwrap()
+        std::process::Command::new("sleep")
+            .arg(secs)
+            .spawn()
+            .unwrap()
     }
 
     #[test]
@@ -361,12 +363,8 @@ mod tests {
         assert!(pid_alive(pid));
         child.kill().unwrap();
         // The kernel makes it a zombie at once after the signal is taken; not reaped yet.
-        for _ in 0..10_000 {
-            if zombie(pid) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        let pause = |_| std::thread::sleep(std::time::Duration::from_millis(1));
+        (0..10_000).take_while(|_| !zombie(pid)).for_each(pause);
         assert!(zombie(pid), "the child is a zombie");
         assert!(!pid_alive(pid), "a zombie is not alive");
         child.wait().unwrap();
