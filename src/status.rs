@@ -238,9 +238,8 @@ impl Serialize for RemoteStatus {
     }
 }
 
-/// What a session's start tells its agent: agents, their locks (coord's from its index, those
-/// made by hand at hand: no walk of the tree, so a session starts as fast in a repository of a
-/// million files), claims, reviews and dialogue.
+/// What a session's start tells its agent: agents, locks (no walk of the tree: coord's from its
+/// index, those made by hand at hand), claims, reviews and dialogue.
 pub fn glance(ws: &Workspace) -> Status {
     Status {
         reviews: review::rules::open_reviews(ws).0,
@@ -248,11 +247,9 @@ pub fn glance(ws: &Workspace) -> Status {
     }
 }
 
-/// What both views start from: the root, the agents as their presences say, every lock (those
-/// of removed work trees included; those made by hand found by a `walk`, or at hand), every claim,
-/// the dialogue and the files that cannot be read; and the agents' states, every lock judged and
-/// the work trees when there is a lock to place (`None` otherwise; each reads its branch once,
-/// for the locks and the agents in it).
+/// What both views start from: agents, locks (those made by hand found by a `walk`, or at hand),
+/// claims, dialogue and unreadable files; the agents' states; every lock judged; and the work
+/// trees when there is a lock to place (each reads its branch once, for locks and agents alike).
 fn look(
     ws: &Workspace,
     now: &Timestamp,
