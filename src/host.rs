@@ -180,7 +180,6 @@ fn started(stat: &str) -> Option<u64> {
     stat_fields(stat).nth(19)?.parse().ok()
 }
 
-/// The `/proc/<pid>/stat` line of process `pid`, when it can be read.
 fn stat_line(pid: u32) -> Option<String> {
     let stat = read_proc(&format!("/proc/{pid}/stat"))?;
     Some(String::from_utf8_lossy(&stat).into_owned())

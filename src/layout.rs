@@ -454,10 +454,9 @@ pub const DIALOGUE_ARCHIVE: &str = "archive";
 
 /// `archive/session-<stamp>[-N]` in the dialogue folder: the N-th archive made in that second.
 pub fn dialogue_archive_session(folder: &Path, stamp: &str, n: u32) -> PathBuf {
-    let name = if n <= 1 {
-        format!("session-{stamp}")
-    } else {
-        format!("session-{stamp}-{n}")
+    let name = match n {
+        0 | 1 => format!("session-{stamp}"),
+        _ => format!("session-{stamp}-{n}"),
     };
     folder.join(DIALOGUE_ARCHIVE).join(name)
 }

@@ -277,7 +277,6 @@ fn meet<T: PartialEq>(a: &[T], b: &[T], star: &T, one: &dyn Fn(&T, &T) -> bool) 
     false
 }
 
-/// Whether a segment has no wildcard.
 fn is_literal(toks: &[Tok]) -> bool {
     toks.iter().all(|t| matches!(t, Tok::Lit(_)))
 }
