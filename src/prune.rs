@@ -55,11 +55,8 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
     let waiter = |t: PathBuf| Some(layout::parse_ticket(t.file_name()?.to_str()?)?.1.to_owned());
     let mut busy: BTreeSet<String> = lock::scan_tree(ws).into_iter().map(|e| e.agent).collect();
     busy.extend(queues.iter().flat_map(|q| read_dir(q)).filter_map(waiter));
-    for r in &rows {
-        if r.status == RowStatus::Online && r.crash_reason(&now).is_none() {
-            busy.insert(r.partner_name.clone());
-        }
-    }
+    let online = |r: &&stamp::Row| r.status == RowStatus::Online && r.crash_reason(&now).is_none();
+    busy.extend(rows.iter().filter(online).map(|r| r.partner_name.clone()));
     let mut agents: BTreeSet<String> = presences.iter().map(|p| p.id.clone()).collect();
     agents.extend(rows.iter().map(|r| r.partner_name.clone()));
     for agent in agents {
