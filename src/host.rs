@@ -38,15 +38,13 @@ pub fn origin() -> &'static str {
         }
         // The session's leader lives outside this pid namespace (a container or sandbox): every
         // command started in it from outside shares that session, so the namespace stands for it.
-        pid_namespace().map_or_else(|| format!("pid {}", pid()), |ns| format!("pidns {ns}"))
+        // Its inode number, from `/proc/self/ns/pid` (`pid:[4026531836]`).
+        let link = std::fs::read_link("/proc/self/ns/pid").ok();
+        let ns = link
+            .as_ref()
+            .and_then(|l| l.to_str()?.strip_prefix("pid:[")?.strip_suffix(']'));
+        ns.map_or_else(|| format!("pid {}", pid()), |ns| format!("pidns {ns}"))
     })
-}
-
-/// The inode number of this process's pid namespace (from `/proc/self/ns/pid`).
-fn pid_namespace() -> Option<u64> {
-    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
-    let link = link.to_str()?;
-    link.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// This process's group, session and terminal foreground group (`None`: not known).
@@ -182,7 +180,6 @@ fn started(stat: &str) -> Option<u64> {
     stat_fields(stat).nth(19)?.parse().ok()
 }
 
-/// The `/proc/<pid>/stat` line of process `pid`, when it can be read.
 fn stat_line(pid: u32) -> Option<String> {
     let stat = read_proc(&format!("/proc/{pid}/stat"))?;
     Some(String::from_utf8_lossy(&stat).into_owned())
@@ -336,8 +333,10 @@ mod tests {
     use super::*;
 
     fn sleeper(secs: &str) -> std::process::Child {
-        let sleep = std::process::Command::new("sleep").arg(secs).spawn();
-        sleep.unwrap()
+        std::process::Command::new("sleep")
+            .arg(secs)
+            .spawn()
+            .unwrap()
     }
 
     #[test]
@@ -363,12 +362,8 @@ mod tests {
         assert!(pid_alive(pid));
         child.kill().unwrap();
         // The kernel makes it a zombie at once after the signal is taken; not reaped yet.
-        for _ in 0..10_000 {
-            if zombie(pid) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        let pause = |_| std::thread::sleep(std::time::Duration::from_millis(1));
+        (0..10_000).take_while(|_| !zombie(pid)).for_each(pause);
         assert!(zombie(pid), "the child is a zombie");
         assert!(!pid_alive(pid), "a zombie is not alive");
         child.wait().unwrap();

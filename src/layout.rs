@@ -172,8 +172,6 @@ fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
     file.with_file_name(name)
 }
 
-// Safe editing (`coord write`, `run`, `restore`).
-
 /// The first line of coord's block in `.gitignore` (and in `info/exclude`).
 pub const IGNORE_BEGIN: &str = "# coord:begin";
 /// The last line of coord's block in `.gitignore` (and in `info/exclude`).
@@ -223,11 +221,6 @@ pub fn is_fuse_hidden(file_name: &str) -> bool {
     file_name.starts_with(".fuse_hidden")
 }
 
-/// Whether a name is a backup's (`FILE.bak`).
-pub fn is_backup_name(file_name: &str) -> bool {
-    file_name.len() > BACKUP_SUFFIX.len() && file_name.ends_with(BACKUP_SUFFIX)
-}
-
 /// Whether a name is one of coord's temporary files.
 pub fn is_temp_name(file_name: &str) -> bool {
     parse_temp_name(file_name).is_some()
@@ -238,14 +231,16 @@ pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
     type Is = fn(&str) -> bool;
     let kinds: [(Is, &'static str); 6] = [
         (|n| parse_lock_name(n).is_some(), "a lock file"),
-        (is_backup_name, "a backup"),
+        (
+            |n| n.len() > BACKUP_SUFFIX.len() && n.ends_with(BACKUP_SUFFIX),
+            "a backup",
+        ),
         (is_rejected_name, "a refused write kept by `coord write`"),
         (|n| presence_agent(n).is_some(), "a presence file"),
         (|n| handshake_agent(n).is_some(), "a handshake file"),
         (is_temp_name, "a temporary file"),
     ];
-    let found = kinds.iter().find(|(is, _)| is(file_name));
-    found.map(|(_, kind)| *kind)
+    kinds.iter().find(|(is, _)| is(file_name)).map(|k| k.1)
 }
 
 /// Whether a name is `FILE.rejected.<agent>` or `FILE.rejected.<agent>.<n>`.
@@ -459,10 +454,9 @@ pub const DIALOGUE_ARCHIVE: &str = "archive";
 
 /// `archive/session-<stamp>[-N]` in the dialogue folder: the N-th archive made in that second.
 pub fn dialogue_archive_session(folder: &Path, stamp: &str, n: u32) -> PathBuf {
-    let name = if n <= 1 {
-        format!("session-{stamp}")
-    } else {
-        format!("session-{stamp}-{n}")
+    let name = match n {
+        0 | 1 => format!("session-{stamp}"),
+        _ => format!("session-{stamp}-{n}"),
     };
     folder.join(DIALOGUE_ARCHIVE).join(name)
 }

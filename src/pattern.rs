@@ -85,14 +85,8 @@ pub fn literal_name(arg: &str) -> String {
 /// `name`, a file's path, written as an argument that names that file (the inverse of
 /// [`literal_name`]): a `\` before each `*`, `?`, `[`, `]` and `\`.
 pub fn escape_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if ESCAPED.contains(&c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
+    let escaped = |c: char| ESCAPED.contains(&c).then_some('\\').into_iter().chain([c]);
+    name.chars().flat_map(escaped).collect()
 }
 
 impl Pattern {
@@ -283,7 +277,6 @@ fn meet<T: PartialEq>(a: &[T], b: &[T], star: &T, one: &dyn Fn(&T, &T) -> bool) 
     false
 }
 
-/// Whether a segment has no wildcard.
 fn is_literal(toks: &[Tok]) -> bool {
     toks.iter().all(|t| matches!(t, Tok::Lit(_)))
 }

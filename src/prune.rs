@@ -55,11 +55,8 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
     let waiter = |t: PathBuf| Some(layout::parse_ticket(t.file_name()?.to_str()?)?.1.to_owned());
     let mut busy: BTreeSet<String> = lock::scan_tree(ws).into_iter().map(|e| e.agent).collect();
     busy.extend(queues.iter().flat_map(|q| read_dir(q)).filter_map(waiter));
-    for r in &rows {
-        if r.status == RowStatus::Online && r.crash_reason(&now).is_none() {
-            busy.insert(r.partner_name.clone());
-        }
-    }
+    let online = |r: &&stamp::Row| r.status == RowStatus::Online && r.crash_reason(&now).is_none();
+    busy.extend(rows.iter().filter(online).map(|r| r.partner_name.clone()));
     let mut agents: BTreeSet<String> = presences.iter().map(|p| p.id.clone()).collect();
     agents.extend(rows.iter().map(|r| r.partner_name.clone()));
     for agent in agents {
@@ -76,27 +73,24 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
             out.kept.push(agent);
             continue;
         }
-        let mut paths = vec![layout::presence(&shared, &agent)];
+        let mut gone = vec![layout::presence(&shared, &agent)];
         for r in rows.iter().filter(|r| r.partner_name == agent) {
-            paths.extend([
+            gone.extend([
                 layout::partner_row(&shared, r.id),
                 layout::partner_open(&shared, r.id),
             ]);
         }
-        paths.extend([
+        gone.extend([
             layout::needs_user(&shared, &agent),
             layout::shell_start(&shared, &agent),
         ]);
-        let marks = layout::read_marks_dir(&shared, &agent);
-        let mut gone = Vec::new();
-        for p in paths {
-            if std::fs::symlink_metadata(&p).is_ok() {
-                if !dry_run {
-                    fsutil::remove(&p)?;
-                }
-                gone.push(p);
+        gone.retain(|p| std::fs::symlink_metadata(p).is_ok());
+        if !dry_run {
+            for p in &gone {
+                fsutil::remove(p)?;
             }
         }
+        let marks = layout::read_marks_dir(&shared, &agent);
         if marks.is_dir() {
             // A folder of plain files, never following a link.
             if !dry_run {

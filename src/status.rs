@@ -238,9 +238,8 @@ impl Serialize for RemoteStatus {
     }
 }
 
-/// What a session's start tells its agent: agents, their locks (coord's from its index, those
-/// made by hand at hand: no walk of the tree, so a session starts as fast in a repository of a
-/// million files), claims, reviews and dialogue.
+/// What a session's start tells its agent: agents, locks (no walk of the tree: coord's from its
+/// index, those made by hand at hand), claims, reviews and dialogue.
 pub fn glance(ws: &Workspace) -> Status {
     Status {
         reviews: review::rules::open_reviews(ws).0,
@@ -248,11 +247,9 @@ pub fn glance(ws: &Workspace) -> Status {
     }
 }
 
-/// What both views start from: the root, the agents as their presences say, every lock (those
-/// of removed work trees included; those made by hand found by a `walk`, or at hand), every claim,
-/// the dialogue and the files that cannot be read; and the agents' states, every lock judged and
-/// the work trees when there is a lock to place (`None` otherwise; each reads its branch once,
-/// for the locks and the agents in it).
+/// What both views start from: agents, locks (those made by hand found by a `walk`, or at hand),
+/// claims, dialogue and unreadable files; the agents' states; every lock judged; and the work
+/// trees when there is a lock to place (each reads its branch once, for locks and agents alike).
 fn look(
     ws: &Workspace,
     now: &Timestamp,
@@ -316,26 +313,22 @@ pub fn document(ws: &Workspace, all: bool) -> Status {
 /// Build an [`AgentView`] from a presence.
 pub fn agent_view(p: &Presence, now: &Timestamp) -> AgentView {
     let hb = p.heartbeat();
+    let field = |k: &str| p.field(k).map(str::to_string);
     let mut view = AgentView {
         agent: p.id.clone(),
         name: p.name().to_string(),
         status: p.state(now).as_str().to_string(),
-        heartbeat: p
-            .field("heartbeat")
-            .map(str::to_string)
-            .or_else(|| hb.as_ref().map(clock::format_timestamp)),
+        heartbeat: field("heartbeat").or_else(|| hb.as_ref().map(clock::format_timestamp)),
         heartbeat_age_s: hb.map(|h| clock::age(now, &h).as_secs()),
-        started: p.field("started").map(str::to_string),
-        working_on: p.field("working_on").map(str::to_string),
-        current_file: p.field("current_file").map(str::to_string),
-        lock_status: p.field("lock_status").map(str::to_string),
-        worktree: p.field(crate::worktree::PRESENCE_KEY).map(str::to_string),
+        started: field("started"),
+        working_on: field("working_on"),
+        current_file: field("current_file"),
+        lock_status: field("lock_status"),
+        worktree: field(crate::worktree::PRESENCE_KEY),
         // Else the client a session agent's id names (`claude-3f2a9c1b` → `claude`).
-        client: p
-            .field("client")
-            .or_else(|| Client::parse(p.id.split_once('-')?.0).map(Client::as_str))
-            .map(str::to_string),
-        prompt: p.field("prompt").filter(|v| *v != "-").map(str::to_string),
+        client: field("client")
+            .or_else(|| Client::parse(p.id.split_once('-')?.0).map(|c| c.as_str().to_string())),
+        prompt: field("prompt"),
         holds: p.locks(),
         ..AgentView::default()
     };
@@ -508,8 +501,7 @@ pub fn who(
         working_on: presence::read(ws.root(), &e.agent)
             .ok()
             .flatten()
-            .and_then(|p| p.field("working_on").map(str::to_string))
-            .filter(|w| w != "-"),
+            .and_then(|p| p.field("working_on").map(str::to_string)),
     };
     let targets: Vec<crate::workspace::Target> = args
         .iter()
@@ -681,10 +673,7 @@ pub fn nested(ws: &Workspace, files: &[&str]) -> Vec<Nested> {
                     agent: p.id.clone(),
                     name: p.name().to_string(),
                     status: p.state(&now).as_str().to_string(),
-                    working_on: p
-                        .field("working_on")
-                        .filter(|w| *w != "-")
-                        .map(str::to_string),
+                    working_on: p.field("working_on").map(str::to_string),
                 })
                 .collect(),
             root: rel,

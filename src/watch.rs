@@ -242,10 +242,10 @@ fn agents(b: &Status, a: &Status, out: &mut Vec<Change>) {
             Some(_) => {}
         }
     }
-    for was in only_in(&b.agents, &a.agents, |x, y| x.agent == y.agent) {
-        let agent = was.agent.clone();
-        out.push(Change::AgentLeft { agent });
-    }
+    let left = only_in(&b.agents, &a.agents, |x, y| x.agent == y.agent);
+    out.extend(left.map(|was| Change::AgentLeft {
+        agent: was.agent.clone(),
+    }));
 }
 
 /// Locks taken, taken over, gone stale, released.

@@ -352,6 +352,12 @@ impl Error {
         Error::Refused { why, message, hint }
     }
 
+    /// A path argument refused for `why`.
+    pub fn bad_path(path: impl Into<String>, why: impl Into<String>) -> Error {
+        let (path, why) = (path.into(), why.into());
+        Error::BadPath { path, why }
+    }
+
     /// Bad user input.
     pub fn bad_input(message: impl Into<String>) -> Error {
         let message = message.into();

@@ -64,8 +64,7 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
     let (buf, led) = framed(&file, path, len, line)?;
     number += usize::from(count && led);
     append_whole(&file, path, &buf, len)?;
-    // Dropping `file` releases the flock; callers that sync do it after, which is fine: the
-    // data is in the page cache in its final place already.
+    // Callers sync after the flock is gone: the data is in its final place already.
     Ok((file, !existed, number))
 }
 
@@ -108,8 +107,7 @@ pub fn append_line_rotating(
     Err(std::io::Error::other("the log kept being rotated away")).at("append to", path)
 }
 
-/// [`write_whole`], a failed append (a full disk) cut back to the previous length `len`: whole
-/// or absent, no torn line stays behind.
+/// [`write_whole`], cut back to `len` when it fails (a full disk): no torn line stays behind.
 fn append_whole(file: &File, path: &Path, buf: &[u8], len: u64) -> Result<()> {
     write_whole(file, buf, len)
         .inspect_err(|_| {
@@ -161,9 +159,7 @@ fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) ->
     super::sweep_temps(dir);
     let mut tmp = super::temp_in(dir).at("create a temporary file in", dir)?;
     tmp.as_file_mut().write_all(newest).at("write", path)?;
-    // A plain rename, not the exchange `persist` makes: no name ever holds the old log but
-    // `path` (a writer killed here leaves no copy of it behind; a temporary file left while it
-    // was written goes with the next cut's sweep).
+    // A plain rename, not `persist`'s exchange: no name but `path` ever holds the old log.
     let persisted = tmp.persist(path).map_err(|e| e.error);
     persisted.map(drop).at("replace", path)
 }
@@ -243,15 +239,13 @@ pub fn finish_append() -> u8 {
         return SHORT;
     }
     // Straight to the descriptor: std's stdout would buffer by line.
-    let out = io::stdout();
-    let mut rest = &buf[..];
-    while !rest.is_empty() {
-        match rustix::io::write(out.as_fd(), rest) {
-            Ok(0) => return rustix::io::Errno::NOSPC.raw_os_error() as u8,
-            Ok(n) => rest = &rest[n..],
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return u8::try_from(e.raw_os_error()).unwrap_or(SHORT),
+    let out = io::stdout().as_fd().try_clone_to_owned().map(File::from);
+    match out.and_then(|mut out| out.write_all(&buf)) {
+        Ok(()) => 0,
+        // A write that took nothing (`WriteZero`, no errno): the disk is full.
+        Err(e) => {
+            let errno = e.raw_os_error();
+            u8::try_from(errno.unwrap_or(rustix::io::Errno::NOSPC.raw_os_error())).unwrap_or(SHORT)
         }
     }
-    0
 }

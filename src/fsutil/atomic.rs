@@ -130,11 +130,9 @@ pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8], held: bool) -> Re
     .at("replace", path)
 }
 
-/// Publish the filled `tmp` over the regular file at `path`, exchanged with it and the old one
-/// removed: readers see the old content or the new, as with a rename, but ext4 does not start
-/// writing the new file out at once, as it does for a file renamed over another (its
-/// `auto_da_alloc`: a disk write at every heartbeat). [`replace_durable`] is the durable way.
-/// Anything else at `path` (nothing, a symlink), or a filesystem without exchange: a rename.
+/// Publish the filled `tmp` over the regular file at `path` by exchange, the old one removed:
+/// readers see old or new as with a rename, but ext4 does not write the new file out at once as
+/// for a rename over a file (`auto_da_alloc`). Anything else at `path`, or no exchange: a rename.
 fn swap_in(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
@@ -222,8 +220,8 @@ pub fn spool(
     like: &Path,
 ) -> Result<(NamedTempFile, u64)> {
     let mut tmp = made_in(dir)?;
-    // A read error is blamed on `what`; a write error on the file the content is for, not its
-    // temporary copy.
+    // A read error is blamed on `what`; a write error on `like`, not the temporary copy (whose
+    // own errors name the temporary path): written through the file.
     let mut buf = vec![0u8; 128 * 1024];
     let mut n = 0u64;
     loop {
@@ -233,7 +231,6 @@ pub fn spool(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e).at("read", what),
         };
-        // Through the file: `NamedTempFile`'s own errors name the temporary path.
         tmp.as_file_mut().write_all(&buf[..got]).at("write", like)?;
         n += got as u64;
     }

@@ -111,8 +111,6 @@ fn create_dir_all_fitted(dir: &Path) -> io::Result<()> {
 
 /// Set the modification time of `path` to now (a heartbeat for wait tickets).
 pub fn touch(path: &Path) -> Result<()> {
-    // O_NONBLOCK: opening a FIFO planted here for writing would otherwise wait for a reader
-    // forever. Only a regular file is touched.
     let (file, _) = open_nofollow(path, Access::Write).at("touch", path)?;
     file.set_modified(SystemTime::now()).at("touch", path)
 }

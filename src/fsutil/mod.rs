@@ -100,8 +100,7 @@ pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
     add_bits(file, shared_bits(dir, false));
 }
 
-/// Add the permission `bits` to `file` (a file or a folder) when it lacks them and this user
-/// owns it. Best effort: only bits are added.
+/// Add the permission `bits` to `file` (or folder) when it lacks them and this user owns it.
 fn add_bits(file: &File, bits: u32) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     // Through std's `File`: its mode is a `u32` on every Unix (`st_mode` is 16 bits wide on

@@ -15,7 +15,6 @@ pub(crate) fn fifo_at(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
-/// How many entries the folder `dir` holds.
 fn entries(dir: &Path) -> usize {
     fs::read_dir(dir).unwrap().count()
 }

@@ -81,8 +81,7 @@ impl Target {
             ),
             Ok(_) => "it is not a regular file".into(),
         };
-        let path = self.rel.clone();
-        Err(Error::BadPath { path, why })
+        Err(Error::bad_path(&self.rel, why))
     }
 
     /// Refuse one of coord's own files (`F.lock.claude`) as a file to lock or write.
@@ -92,8 +91,7 @@ impl Target {
             return Ok(());
         };
         let why = format!("it is {kind} of coord's, not a file to lock or write");
-        let path = self.rel.clone();
-        Err(Error::BadPath { path, why })
+        Err(Error::bad_path(&self.rel, why))
     }
 }
 
@@ -245,10 +243,7 @@ impl Workspace {
 
     /// Resolve a path to one file given relative to `cwd`, taken literally (a tool's path).
     pub fn resolve(&self, cwd: &Path, arg: &str) -> Result<Target> {
-        let bad = |why: &str| Error::BadPath {
-            path: arg.to_string(),
-            why: why.to_string(),
-        };
+        let bad = |why: &str| Error::bad_path(arg, why);
         if arg.is_empty() {
             return Err(bad("it is empty"));
         }
@@ -385,10 +380,8 @@ impl Workspace {
     /// The target for a path already relative to the root (as found in a lock record).
     pub fn target_from_rel(&self, rel: &str) -> Result<Target> {
         if Path::new(rel).is_absolute() {
-            return Err(Error::BadPath {
-                path: rel.to_string(),
-                why: "expected a path relative to the workspace root".into(),
-            });
+            let why = "expected a path relative to the workspace root";
+            return Err(Error::bad_path(rel, why));
         }
         self.resolve(&self.root, rel)
     }
@@ -412,10 +405,7 @@ pub enum FileArg {
 
 /// `dir` with symlinks resolved, when it is an existing folder.
 fn canonical_dir(dir: &Path) -> Result<PathBuf> {
-    let bad = |why: String| Error::BadPath {
-        path: dir.display().to_string(),
-        why,
-    };
+    let bad = |why: String| Error::bad_path(dir.display().to_string(), why);
     let canon = fs::canonicalize(dir)
         .map_err(|e| bad(format!("the workspace folder cannot be used ({e})")))?;
     if !canon.is_dir() {

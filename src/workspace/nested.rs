@@ -16,17 +16,14 @@ fn is_workspace(dir: &Path) -> bool {
     fsutil::real_entry(&dir.join(layout::STATE_DIR)).is_some_and(|m| m.is_dir())
 }
 
-/// Note `root` in the register of the workspace around it, if any (once).
-pub fn register(root: &Path) {
+/// Note `root` in the register of the workspace around it, if any (once); `None` when there
+/// is nothing (more) to note.
+pub fn register(root: &Path) -> Option<()> {
     // A linked git worktree (even one inside the main checkout) shares the main tree's
     // workspace: it is not a workspace nested in it.
-    if shared_root(root) == root {
-        let _ = note_in_outer(root);
+    if shared_root(root) != root {
+        return None;
     }
-}
-
-/// [`register`] for a root of its own; `None` when there is nothing (more) to note.
-fn note_in_outer(root: &Path) -> Option<()> {
     let outer = root.parent()?.ancestors().find(|d| is_workspace(d))?;
     // Below a folder above `root`: never empty.
     let rel = root.strip_prefix(outer).ok()?.to_str()?;
