@@ -4,7 +4,6 @@ mod tools;
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -182,8 +181,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     });
 
     let signal_life = Arc::clone(&life);
-    let signal_handle = signals.handle();
-    let signal_thread = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let name = signal_hook::low_level::signal_name(sig).unwrap_or("a signal");
             stop(&signal_life, sig, &format!("{name} received"));
@@ -200,9 +198,18 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     });
 
-    let (stop_beat, beats) = mpsc::channel::<()>();
+    // Beaten under the state's lock: the clock-out waits for a beat, and no beat follows it.
     let beat_life = Arc::clone(&life);
-    let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(interval);
+            if let Stage::Serving(host) = &*beat_life.state()
+                && let Err(e) = stamp::heartbeat(&beat_life.ws, &host.agent, &host.session)
+            {
+                output::diag(&format!("warning: heartbeat failed: {e}"));
+            }
+        }
+    });
 
     let mut server = Server::new(
         |tool, args| {
@@ -213,13 +220,8 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         },
         instructions,
     );
-    let why = serve(|line| server.handle_line(line));
-
-    life.close(why);
-    let _ = stop_beat.send(());
-    let _ = beat_thread.join();
-    signal_handle.close();
-    let _ = signal_thread.join();
+    // The threads above end with the process.
+    life.close(serve(|line| server.handle_line(line)));
     Ok(ExitCode::Success)
 }
 
@@ -344,17 +346,6 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<Value>) -> &'static str {
                 .is_err()
         {
             return "stdout closed";
-        }
-    }
-}
-
-fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
-    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
-        // Beaten under the state's lock: the clock-out waits for a beat, and no beat follows it.
-        if let Stage::Serving(host) = &*life.state()
-            && let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session)
-        {
-            output::diag(&format!("warning: heartbeat failed: {e}"));
         }
     }
 }
