@@ -54,9 +54,9 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = AgentId::parse(&started.partner)?;
     let session_id = started.row.session_id.clone();
     if !ctx.quiet {
-        for line in startup_lines(&started, Mode::Silent) {
-            output::diag(&line);
-        }
+        startup_lines(&started, Mode::Silent)
+            .iter()
+            .for_each(|l| output::diag(l));
     }
 
     let (program, rest) = args
@@ -87,13 +87,11 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
     let done = stamp::shutdown(&ws, &agent, Scope::Session(&session_id))?;
     if !ctx.quiet {
-        for line in release_lines(&done.released) {
-            output::diag(&line);
-        }
-        output::diag(&format!(
-            "Clocked out: {} (session {session_id})",
-            agent.id()
-        ));
+        release_lines(&done.released)
+            .iter()
+            .for_each(|l| output::diag(l));
+        let id = agent.id();
+        output::diag(&format!("Clocked out: {id} (session {session_id})"));
     }
     Ok(ExitCode::Passthrough(status?))
 }

@@ -130,9 +130,9 @@ impl Life {
         });
         match closed {
             Ok(closed) if !self.quiet => {
-                for line in release_lines(&closed.released) {
-                    output::diag(&line);
-                }
+                release_lines(&closed.released)
+                    .iter()
+                    .for_each(|l| output::diag(l));
                 let (id, session) = (host.agent.id(), &host.session);
                 output::diag(&format!(
                     "coord mcp: {why}; clocked out {id} (session {session})"
