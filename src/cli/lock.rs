@@ -58,10 +58,8 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let (targets, claims) = ws.file_args(ctx.cwd(), &args.files)?;
     let wait = args.wait.wait()?;
-    let ttl = args.ttl.as_deref();
-    let given_ttl = ttl
-        .map(|t| nonzero_ttl(clock::parse_duration(t)?, t))
-        .transpose()?;
+    let ttl = (args.ttl.as_deref()).map(|t| nonzero_ttl(clock::parse_duration(t)?, t));
+    let given_ttl = ttl.transpose()?;
     let reach = Reach {
         claims: !args.local,
         files: args.share,
@@ -88,9 +86,9 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         // A typo is otherwise silent: the lock is taken (a file may be locked before it is
         // made), and the user is told the file is not there yet.
         for t in req.targets.iter().filter(|t| !t.abs.exists()) {
+            let rel = &t.rel;
             output::diag(&format!(
-                "note: `{}` does not exist (yet); it is locked all the same",
-                t.rel
+                "note: `{rel}` does not exist (yet); it is locked all the same"
             ));
         }
         output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
@@ -115,7 +113,7 @@ pub fn nonzero_ttl(ttl: std::time::Duration, text: &str) -> Result<std::time::Du
     Ok(ttl)
 }
 
-/// `Lock acquired: FILE (backup FILE.bak)`, one line per file.
+/// One line per file: `Lock acquired: FILE (backup FILE.bak)`.
 pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
     got.acquired
         .iter()

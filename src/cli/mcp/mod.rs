@@ -3,8 +3,8 @@
 mod tools;
 
 use std::io::{BufRead, Write};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -172,39 +172,38 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         ));
     }
     let instructions = instructions(&named, &ws);
-    let life = Arc::new(Life {
+    // It lives as long as the process: the threads below end with it.
+    let life: &'static Life = Box::leak(Box::new(Life {
         ws,
         quiet: ctx.quiet,
         explicit,
         named,
         state: Mutex::new(Stage::Idle(args.task)),
-    });
+    }));
 
-    let signal_life = Arc::clone(&life);
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let name = signal_hook::low_level::signal_name(sig).unwrap_or("a signal");
-            stop(&signal_life, sig, &format!("{name} received"));
+            stop(life, sig, &format!("{name} received"));
         }
     });
 
     // Notice the client going away while a call may wait: any wait then ends as on `SIGHUP`. On
     // stdin hung up the main loop finishes the input; with stdout or the parent gone, the server
     // clocks out and exits once the running call has ended.
-    let (watch_life, parent) = (Arc::clone(&life), rustix::process::getppid());
+    let parent = rustix::process::getppid();
     std::thread::spawn(move || {
         if let Some(why) = client_gone(parent) {
-            stop(&watch_life, SIGHUP, why);
+            stop(life, SIGHUP, why);
         }
     });
 
     // Beaten under the state's lock: the clock-out waits for a beat, and no beat follows it.
-    let beat_life = Arc::clone(&life);
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(interval);
-            if let Stage::Serving(host) = &*beat_life.state()
-                && let Err(e) = stamp::heartbeat(&beat_life.ws, &host.agent, &host.session)
+            if let Stage::Serving(host) = &*life.state()
+                && let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session)
             {
                 output::diag(&format!("warning: heartbeat failed: {e}"));
             }
@@ -220,7 +219,6 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         },
         instructions,
     );
-    // The threads above end with the process.
     life.close(serve(|line| server.handle_line(line)));
     Ok(ExitCode::Success)
 }
