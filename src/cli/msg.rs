@@ -99,9 +99,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     match args.command {
         MsgCommand::Send { to, text } => {
             let to = recipient_here(&ws, &to)?;
-            let agent = ctx.agent()?;
-            let body = text_or_stdin(&text)?;
-            let sent = message::send(&ws, &agent, &to, &body)?;
+            let sent = message::send(&ws, &ctx.agent()?, &to, &text_or_stdin(&text)?)?;
             if to != message::ALL
                 && matches!(presence::read(ws.root(), &to), Ok(None))
                 && !ctx.quiet

@@ -275,24 +275,21 @@ impl<'a> Args<'a> {
     /// An array of strings; a lone string is taken as an array of one.
     pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>> {
         const WANT: &str = "an array of strings";
-        if let Some(Value::String(s)) = self.get(name)
-            && !s.is_empty()
-        {
-            return Ok(Some(vec![s.clone()]));
-        }
-        let Some(items) = self.typed(name, WANT, Value::as_array)? else {
-            return Ok(None);
+        let items = match self.get(name) {
+            None => return Ok(None),
+            Some(Value::String(s)) if !s.is_empty() => return Ok(Some(vec![s.clone()])),
+            Some(Value::Array(items)) if !items.is_empty() => items,
+            Some(Value::Array(_)) => {
+                return Err(self.bad(name, "is an empty list: name at least one"));
+            }
+            Some(v) => return Err(self.wrong(name, WANT, v)),
         };
         let read = |v: &Value| {
             v.as_str()
                 .map(str::to_string)
                 .ok_or_else(|| self.wrong(name, WANT, v))
         };
-        let out = items.iter().map(read).collect::<Result<Vec<_>>>()?;
-        if out.is_empty() {
-            return Err(self.bad(name, "is an empty list: name at least one"));
-        }
-        Ok(Some(out))
+        items.iter().map(read).collect::<Result<_>>().map(Some)
     }
 
     /// A duration: a number of seconds, or a duration string (`30s`, `5m`).
