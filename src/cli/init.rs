@@ -170,9 +170,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             plan.clients.join(", ")
         ));
     }
-    for t in &trust {
-        output::line(&t.line());
-    }
+    trust.iter().for_each(|t| output::line(&t.line()));
     // `git worktree add` checks out the branch's commits: files init just wrote reach a new
     // worktree only once they are committed.
     if !args.dry_run && !plan.changes.is_empty() && coord::worktree::common_dir(ws.root()).is_some()
