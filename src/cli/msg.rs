@@ -165,10 +165,8 @@ pub fn read(mut entry: InboxEntry) -> serde_json::Result<(serde_json::Value, Str
     let m = &entry.message;
     let (from, time) = (output::clean(&m.from_name), output::clean(&m.time));
     let body = output::clean_block(m.body.trim_end_matches('\n'));
-    let text = format!(
-        "id: {}\nfrom: {from}\nto: {}\ntime: {time}\n\n{body}",
-        m.id, m.to
-    );
+    let (id, to) = (&m.id, &m.to);
+    let text = format!("id: {id}\nfrom: {from}\nto: {to}\ntime: {time}\n\n{body}");
     Ok((doc, text))
 }
 

@@ -84,10 +84,8 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> Value> Server<H> {
     }
 
     fn handle_one(&mut self, line: &[u8]) -> Option<Value> {
-        match jsonrpc::classify(line) {
-            Ok(req) => req.map(|req| self.handle(req)),
-            Err(answer) => Some(answer),
-        }
+        let answer = jsonrpc::classify(line).map(|req| req.map(|req| self.handle(req)));
+        answer.unwrap_or_else(Some)
     }
 
     fn handle(&mut self, req: Request) -> Value {
