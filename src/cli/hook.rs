@@ -75,14 +75,12 @@ fn warn(client: Client, why: &str) {
 /// Everything that can fail, as a warning: a hook never stops the client for coord's sake.
 fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     let client = args.client;
-    let (default, wait) = (act::DEFAULT_WAIT, args.wait.as_deref());
-    let wait = wait
-        .map_or(Ok(default), clock::parse_duration)
-        .unwrap_or_else(|e| {
-            let default = clock::format_duration(default);
-            output::diag(&format!("warning: {e}; waiting {default}"));
-            act::DEFAULT_WAIT
-        });
+    let given = args.wait.as_deref().map(clock::parse_duration);
+    let wait = given.unwrap_or(Ok(act::DEFAULT_WAIT)).unwrap_or_else(|e| {
+        let default = clock::format_duration(act::DEFAULT_WAIT);
+        output::diag(&format!("warning: {e}; waiting {default}"));
+        act::DEFAULT_WAIT
+    });
     let input = super::read_stdin(client::PAYLOAD_CAP)
         .map_err(|e| anyhow::anyhow!("cannot read the event from stdin: {e}"))?;
     let mut call = client::parse(client, &input, args.event.as_deref())?;

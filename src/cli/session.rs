@@ -54,9 +54,9 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = AgentId::parse(&started.partner)?;
     let session_id = started.row.session_id.clone();
     if !ctx.quiet {
-        startup_lines(&started, Mode::Silent)
-            .iter()
-            .for_each(|l| output::diag(l));
+        for line in startup_lines(&started, Mode::Silent) {
+            output::diag(&line);
+        }
     }
 
     let (program, rest) = args
@@ -85,9 +85,9 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
     let done = stamp::shutdown(&ws, &agent, Scope::Session(&session_id))?;
     if !ctx.quiet {
-        release_lines(&done.released)
-            .iter()
-            .for_each(|l| output::diag(l));
+        for line in release_lines(&done.released) {
+            output::diag(&line);
+        }
         let id = agent.id();
         output::diag(&format!("Clocked out: {id} (session {session_id})"));
     }

@@ -130,9 +130,9 @@ impl Life {
         });
         match closed {
             Ok(closed) if !self.quiet => {
-                release_lines(&closed.released)
-                    .iter()
-                    .for_each(|l| output::diag(l));
+                for line in release_lines(&closed.released) {
+                    output::diag(&line);
+                }
                 let (id, session) = (host.agent.id(), &host.session);
                 output::diag(&format!(
                     "coord mcp: {why}; clocked out {id} (session {session})"
@@ -269,8 +269,7 @@ fn stop(life: &Life, sig: i32, why: &str) -> ! {
 /// on `SIGHUP`), else why nobody can read an answer any more.
 fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    let stdin = std::io::stdin();
-    let stdout = std::io::stdout();
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
     // Hang-ups and errors are always reported; a readable stdin is not asked about (the next
     // request is the main loop's to read).
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -284,20 +283,18 @@ fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
     let timeout = Timespec::try_from(CLIENT_CHECK).unwrap_or_default();
     let gone = PollFlags::HUP | PollFlags::ERR | hangup;
     loop {
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(n) if n > 0 => {
-                if fds[1].revents().intersects(gone) {
-                    return Some("the client stopped reading");
-                }
-                if fds[0].revents().intersects(gone) {
-                    coord::wait::request_stop(SIGHUP);
-                    return None;
-                }
-                // An fd poll cannot judge (closed, not pollable): fall back to the clock.
-                std::thread::sleep(CLIENT_CHECK);
-            }
-            Ok(_) => {}
-            Err(_) => std::thread::sleep(CLIENT_CHECK),
+        // After a failed poll `revents` hold no hang-up: cleared, or the last poll's (none).
+        let polled = poll(&mut fds, Some(&timeout));
+        if fds[1].revents().intersects(gone) {
+            return Some("the client stopped reading");
+        }
+        if fds[0].revents().intersects(gone) {
+            coord::wait::request_stop(SIGHUP);
+            return None;
+        }
+        // A failed poll, or an fd it cannot judge (closed, not pollable): fall back to the clock.
+        if polled != Ok(0) {
+            std::thread::sleep(CLIENT_CHECK);
         }
         // Started by a process that was already gone (`parent` is init): only stdio can tell.
         if parent.is_some_and(|p| p.as_raw_nonzero().get() != 1)
