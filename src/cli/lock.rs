@@ -115,21 +115,18 @@ pub fn nonzero_ttl(ttl: std::time::Duration, text: &str) -> Result<std::time::Du
 
 /// One line per file: `Lock acquired: FILE (backup FILE.bak)`.
 pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
-    got.acquired
-        .iter()
-        .map(|a| {
-            let what = if a.claim { "Claim" } else { "Lock" };
-            let verb = if a.refreshed { "refreshed" } else { "acquired" };
-            let backup =
-                (a.backup.as_deref().map(|b| format!(" (backup {b})"))).unwrap_or_default();
-            let shared = match (&a.remote, &a.lease_until) {
-                (Some(r), Some(until)) => format!(" (shared through `{r}`, lease until {until})"),
-                (Some(r), None) => format!(" (shared through `{r}`)"),
-                _ => String::new(),
-            };
-            format!("{what} {verb}: {}{backup}{shared}", a.file)
-        })
-        .collect()
+    let line = |a: &lock::Acquired| {
+        let what = if a.claim { "Claim" } else { "Lock" };
+        let verb = if a.refreshed { "refreshed" } else { "acquired" };
+        let backup = (a.backup.as_deref().map(|b| format!(" (backup {b})"))).unwrap_or_default();
+        let shared = match (&a.remote, &a.lease_until) {
+            (Some(r), Some(until)) => format!(" (shared through `{r}`, lease until {until})"),
+            (Some(r), None) => format!(" (shared through `{r}`)"),
+            _ => String::new(),
+        };
+        format!("{what} {verb}: {}{backup}{shared}", a.file)
+    };
+    got.acquired.iter().map(line).collect()
 }
 
 /// What locks follow: `coord session`'s process (only a live ancestor: a forged value would

@@ -179,22 +179,21 @@ pub fn list(mut inbox: Inbox, only_unread: bool, color: bool) -> (Inbox, String)
         return (inbox, format!("No{unread} messages"));
     }
     let now = clock::now();
-    let rows = (inbox.messages.iter())
-        .map(|e| {
-            let m = &e.message;
-            let when = clock::parse_timestamp(&m.time)
-                .map(|t| coord::lock::format_since(Some(&t), &now))
-                .unwrap_or_else(|| "-".into());
-            vec![
-                Cell::plain(&m.id),
-                Cell::plain(if e.unread { "*" } else { "" }),
-                Cell::plain(&m.from),
-                Cell::plain(&m.to),
-                Cell::plain(when),
-                Cell::plain(m.first_line()),
-            ]
-        })
-        .collect();
+    let row = |e: &InboxEntry| {
+        let m = &e.message;
+        let when = clock::parse_timestamp(&m.time)
+            .map(|t| coord::lock::format_since(Some(&t), &now))
+            .unwrap_or_else(|| "-".into());
+        vec![
+            Cell::plain(&m.id),
+            Cell::plain(if e.unread { "*" } else { "" }),
+            Cell::plain(&m.from),
+            Cell::plain(&m.to),
+            Cell::plain(when),
+            Cell::plain(m.first_line()),
+        ]
+    };
+    let rows = inbox.messages.iter().map(row).collect();
     let text = output::table(&["ID", "NEW", "FROM", "TO", "TIME", "MESSAGE"], rows, color);
     (inbox, text)
 }

@@ -90,32 +90,30 @@ pub fn release_lines(results: &[Release]) -> Vec<String> {
     if results.is_empty() {
         return vec!["No locks held".into()];
     }
-    results
-        .iter()
-        .filter_map(|r| {
-            let file = &r.file;
-            Some(match &r.outcome {
-                ReleaseOutcome::Released => {
-                    let what = if r.claim { "Claim" } else { "Lock" };
-                    let remote = match &r.remote {
-                        Some(x) if x.released => format!(" (and on remote `{}`)", x.remote),
-                        Some(x) => format!(
-                            " (here only: its record on remote `{}` stays until its lease lapses)",
-                            x.remote
-                        ),
-                        None => String::new(),
-                    };
-                    format!("{what} released: {file}{remote}")
-                }
-                ReleaseOutcome::NotLocked => format!("{file}: not locked"),
-                ReleaseOutcome::ForcedStale { from } => {
-                    format!("Stale lock of {} on {file} removed", output::clean(from))
-                }
-                ReleaseOutcome::Lost => format!("{file}: lock was taken over"),
-                ReleaseOutcome::HeldByOther { .. } => return None,
-            })
+    let line = |r: &Release| {
+        let file = &r.file;
+        Some(match &r.outcome {
+            ReleaseOutcome::Released => {
+                let what = if r.claim { "Claim" } else { "Lock" };
+                let remote = match &r.remote {
+                    Some(x) if x.released => format!(" (and on remote `{}`)", x.remote),
+                    Some(x) => format!(
+                        " (here only: its record on remote `{}` stays until its lease lapses)",
+                        x.remote
+                    ),
+                    None => String::new(),
+                };
+                format!("{what} released: {file}{remote}")
+            }
+            ReleaseOutcome::NotLocked => format!("{file}: not locked"),
+            ReleaseOutcome::ForcedStale { from } => {
+                format!("Stale lock of {} on {file} removed", output::clean(from))
+            }
+            ReleaseOutcome::Lost => format!("{file}: lock was taken over"),
+            ReleaseOutcome::HeldByOther { .. } => return None,
         })
-        .collect()
+    };
+    results.iter().filter_map(line).collect()
 }
 
 /// The refusal to report when one of the files is locked by another agent.

@@ -234,10 +234,8 @@ mod tests {
             {"jsonrpc":"2.0","id":3,"method":"nope"}
         ]);
         let code = |r: Value| r["error"]["code"].clone();
-        assert_eq!(
-            code(ask(&mut server(), batch.clone())),
-            jsonrpc::INVALID_REQUEST
-        );
+        let invalid = jsonrpc::INVALID_REQUEST;
+        assert_eq!(code(ask(&mut server(), batch.clone())), invalid);
         let mut s = at("2025-03-26");
         let r = ask(&mut s, batch);
         let r = r.as_array().unwrap_or_else(|| panic!("{r}"));
@@ -245,15 +243,12 @@ mod tests {
         assert_eq!(r[0]["id"], 1);
         assert_eq!(r[1]["result"]["content"][0]["text"], "status");
         assert_eq!(r[2]["error"]["code"], jsonrpc::METHOD_NOT_FOUND);
-        assert_eq!(code(ask(&mut s, json!([]))), jsonrpc::INVALID_REQUEST);
+        assert_eq!(code(ask(&mut s, json!([]))), invalid);
         assert_eq!(
             s.handle_line(br#"[{"jsonrpc":"2.0","method":"notifications/x"}]"#),
             None
         );
         let ping = json!([{"jsonrpc":"2.0","id":1,"method":"ping"}]);
-        assert_eq!(
-            code(ask(&mut at("2025-06-18"), ping)),
-            jsonrpc::INVALID_REQUEST
-        );
+        assert_eq!(code(ask(&mut at("2025-06-18"), ping)), invalid);
     }
 }

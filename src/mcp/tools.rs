@@ -331,11 +331,8 @@ mod tests {
         for t in TOOLS {
             let props = t.properties();
             assert_eq!(props.len(), t.args.len(), "{}", t.name);
-            assert!(
-                t.required.iter().all(|r| props.contains_key(*r)),
-                "{}",
-                t.name
-            );
+            let required_known = t.required.iter().all(|r| props.contains_key(*r));
+            assert!(required_known, "{}", t.name);
         }
     }
 
