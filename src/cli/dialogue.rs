@@ -170,12 +170,11 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ctx.emit(&v, || text);
         }
         DialogueCommand::Say(a) => {
+            let lock_wait = a.lock_wait.as_deref().map(clock::parse_duration);
             let req = SayRequest {
                 speaker: speaker(a.as_id, ctx)?,
                 markers: a.markers,
-                lock_wait: a
-                    .lock_wait
-                    .map_or(Ok(DEFAULT_LOCK_WAIT), |w| clock::parse_duration(&w))?,
+                lock_wait: lock_wait.unwrap_or(Ok(DEFAULT_LOCK_WAIT))?,
                 text: message_text(a.text.as_deref(), a.file.as_deref(), ctx)?,
                 to: a.to,
             };

@@ -178,18 +178,11 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     Ok(reply?)
 }
 
-/// The deny of a call judged without writing, with `warning`; no deny: the warning (and `allowed`)
-/// as the error.
-fn judged(
-    client: Client,
-    deny: Option<Reply>,
-    warning: &str,
-    allowed: &str,
-) -> anyhow::Result<Reply> {
-    let Some(deny) = deny else {
-        anyhow::bail!("{warning}{allowed}")
-    };
-    warn(client, warning);
+/// The deny of a call judged without writing, with the warning `why`; no deny: `why` (and
+/// `allowed`) as the error.
+fn judged(client: Client, deny: Option<Reply>, why: &str, allowed: &str) -> anyhow::Result<Reply> {
+    let deny = deny.ok_or_else(|| anyhow::anyhow!("{why}{allowed}"))?;
+    warn(client, why);
     Ok(deny)
 }
 

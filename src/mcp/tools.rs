@@ -251,10 +251,8 @@ impl<'a> Args<'a> {
         want: &str,
         read: impl Fn(&'a Value) -> Option<T>,
     ) -> Result<Option<T>> {
-        let Some(v) = self.get(name) else {
-            return Ok(None);
-        };
-        read(v).map(Some).ok_or_else(|| self.wrong(name, want, v))
+        let typed = |v| read(v).ok_or_else(|| self.wrong(name, want, v));
+        self.get(name).map(typed).transpose()
     }
 
     /// A string argument.

@@ -55,11 +55,9 @@ impl Host {
                 done(lines.join("\n"), &report)
             }
             "presence" => {
-                let file = args
-                    .str("file")?
-                    .map(|f| ws.one_file(ws.root(), f, "presence"));
+                let file = |f| ws.one_file(ws.root(), f, "presence");
                 let update = Update {
-                    current_file: file.transpose()?.map(|t| t.rel),
+                    current_file: args.str("file")?.map(file).transpose()?.map(|t| t.rel),
                     working_on: args.str("task")?.map(str::to_string),
                     ..Default::default()
                 };
