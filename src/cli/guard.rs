@@ -80,12 +80,10 @@ pub fn run(args: GuardArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 for h in &done {
                     let hook = &h.hook;
                     lines.push(format!("{hook} {}: {}", h.outcome, h.path));
-                    let chained = h.chained.as_ref();
-                    lines.extend(
-                        chained.map(|c| {
-                            format!("  the earlier {hook} hook runs after the check: {c}")
-                        }),
-                    );
+                    if let Some(c) = &h.chained {
+                        let line = format!("  the earlier {hook} hook runs after the check: {c}");
+                        lines.push(line);
+                    }
                 }
                 lines
             });

@@ -86,9 +86,9 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         // A typo is otherwise silent: the lock is taken (a file may be locked before it is
         // made), and the user is told the file is not there yet.
         for t in req.targets.iter().filter(|t| !t.abs.exists()) {
-            let rel = &t.rel;
             output::diag(&format!(
-                "note: `{rel}` does not exist (yet); it is locked all the same"
+                "note: `{}` does not exist (yet); it is locked all the same",
+                t.rel
             ));
         }
         output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
