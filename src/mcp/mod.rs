@@ -218,10 +218,8 @@ mod tests {
     fn at(version: &str) -> Server<Echo> {
         let mut s = server();
         let params = json!({ "protocolVersion": version });
-        ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":params}),
-        );
+        let initialize = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":params});
+        ask(&mut s, initialize);
         s
     }
 
@@ -244,10 +242,8 @@ mod tests {
         assert_eq!(r[1]["result"]["content"][0]["text"], "status");
         assert_eq!(r[2]["error"]["code"], jsonrpc::METHOD_NOT_FOUND);
         assert_eq!(code(ask(&mut s, json!([]))), invalid);
-        assert_eq!(
-            s.handle_line(br#"[{"jsonrpc":"2.0","method":"notifications/x"}]"#),
-            None
-        );
+        let notifications = br#"[{"jsonrpc":"2.0","method":"notifications/x"}]"#;
+        assert_eq!(s.handle_line(notifications), None);
         let ping = json!([{"jsonrpc":"2.0","id":1,"method":"ping"}]);
         assert_eq!(code(ask(&mut at("2025-06-18"), ping)), invalid);
     }
