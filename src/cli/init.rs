@@ -226,8 +226,7 @@ fn remove(ws: &Workspace, named: &[Client], dry_run: bool, ctx: &Ctx) -> anyhow:
 }
 
 fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let me = ctx.agent_opt()?;
-    let leaving = init::leave::plan(ws, me.as_ref(), yes)?;
+    let leaving = init::leave::plan(ws, ctx.agent_opt()?.as_ref(), yes)?;
     if !dry_run && let Some(warning) = init::leave::apply(ws, &leaving)? {
         output::diag(&format!("warning: {warning}"));
     }
