@@ -65,9 +65,6 @@ fn open_descriptors() -> Vec<i32> {
     let names = coord::fsutil::list_names(&own)
         .or_else(|_| coord::fsutil::list_names(std::path::Path::new("/dev/fd")))
         .unwrap_or_default();
-    names
-        .iter()
-        .filter_map(|n| n.to_str()?.parse::<i32>().ok())
-        .filter(|fd| *fd > 2)
-        .collect()
+    let above_stderr = |n: &std::ffi::OsString| n.to_str()?.parse().ok().filter(|fd| *fd > 2);
+    names.iter().filter_map(above_stderr).collect()
 }

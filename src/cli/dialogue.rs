@@ -149,8 +149,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         } => {
             let v = d.init(&topic, &agents, first.as_deref())?;
             let (topic, agents) = (output::clean(&v.topic), v.participants.join(", "));
-            let first = v.turn.as_deref().unwrap_or("-");
-            let rel = &d.rel;
+            let (rel, first) = (&d.rel, v.turn.as_deref().unwrap_or("-"));
             ctx.emit(&v, || {
                 format!("Dialogue started in {rel}/: {topic} ({agents}). {first} speaks first.")
             });
@@ -171,12 +170,11 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ctx.emit(&v, || text);
         }
         DialogueCommand::Say(a) => {
+            let lock_wait = a.lock_wait.as_deref().map(clock::parse_duration);
             let req = SayRequest {
                 speaker: speaker(a.as_id, ctx)?,
                 markers: a.markers,
-                lock_wait: a
-                    .lock_wait
-                    .map_or(Ok(DEFAULT_LOCK_WAIT), |w| clock::parse_duration(&w))?,
+                lock_wait: lock_wait.unwrap_or(Ok(DEFAULT_LOCK_WAIT))?,
                 text: message_text(a.text.as_deref(), a.file.as_deref(), ctx)?,
                 to: a.to,
             };
@@ -230,11 +228,7 @@ fn speaker(as_id: Option<String>, ctx: &Ctx) -> Result<String, Error> {
     Ok(agent.name().to_string())
 }
 
-/// The human form of `coord dialogue turn`.
 pub fn render_view(v: &TurnView) -> String {
-    let line = |label: &str, s: &Option<String>| {
-        s.as_ref().map(|s| format!("{label}: {}", output::clean(s)))
-    };
     let shown = output::clean(v.next.as_deref().unwrap_or(&v.turn_file));
     // `current-turn.txt` may name anyone (an agent that follows the files by hand can write
     // it): one who is neither a participant nor the user is said to be so.
@@ -253,7 +247,7 @@ pub fn render_view(v: &TurnView) -> String {
         format!("messages: {}{last}", v.message_count),
         format!("participants: {participants}"),
     ];
-    out.extend(line("error", &v.error));
+    out.extend((v.error.as_ref()).map(|e| format!("error: {}", output::clean(e))));
     out.extend(outsider.map(|id| {
         let id = output::clean(id);
         format!("note: `{id}` in current-turn.txt is not among the participants ({participants}); write one of them there, or let {id} speak")
@@ -266,7 +260,7 @@ pub fn render_view(v: &TurnView) -> String {
     ] {
         out.extend(on.then(|| format!("note: the last message {note}")));
     }
-    out.extend(line("priority", &v.priority));
+    out.extend((v.priority.as_ref()).map(|p| format!("priority: {}", output::clean(p))));
     out.extend(v.lock.as_ref().map(|l| {
         let stale = if l.stale { " (STALE)" } else { "" };
         format!("lock.txt: held by {}{stale}", output::clean(&l.holder))
@@ -284,7 +278,6 @@ pub fn say_notes(o: &say::SayOutcome) -> Vec<String> {
     warnings.chain(notes).collect()
 }
 
-/// `Message #N written by ID. The turn is now with NEXT.`
 pub fn said_line(o: &say::SayOutcome) -> String {
     let (number, speaker, next) = (o.number, &o.speaker, &o.next);
     format!("Message #{number} written by {speaker}. The turn is now with {next}.")

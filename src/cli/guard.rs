@@ -1,7 +1,5 @@
 //! `coord guard install | check`: git hooks that refuse commits and pushes touching held files.
 
-use std::path::Path;
-
 use clap::{Args, Subcommand};
 
 use coord::ExitCode;
@@ -74,44 +72,38 @@ enum GuardCommand {
 pub fn run(args: GuardArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let dir = ctx.dir.clone().unwrap_or_else(|| ctx.cwd().to_path_buf());
     match args.command {
-        GuardCommand::Install => install(&dir, ctx),
-        GuardCommand::Uninstall => uninstall(&dir, ctx),
-        GuardCommand::Check { staged, revs } => check(staged, &revs, ctx),
-    }
-}
-
-fn install(dir: &Path, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let exe = std::env::current_exe().unwrap_or_else(|_| "coord".into());
-    let done = guard::install(dir, &exe)?;
-    ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
-        let mut lines = Vec::new();
-        for h in &done {
-            lines.push(format!("{} {}: {}", h.hook, h.outcome, h.path));
-            if let Some(c) = &h.chained {
-                let hook = &h.hook;
-                lines.push(format!(
-                    "  the earlier {hook} hook runs after the check: {c}"
-                ));
-            }
+        GuardCommand::Install => {
+            let exe = std::env::current_exe().unwrap_or_else(|_| "coord".into());
+            let done = guard::install(&dir, &exe)?;
+            ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
+                let mut lines = Vec::new();
+                for h in &done {
+                    let hook = &h.hook;
+                    lines.push(format!("{hook} {}: {}", h.outcome, h.path));
+                    if let Some(c) = &h.chained {
+                        let line = format!("  the earlier {hook} hook runs after the check: {c}");
+                        lines.push(line);
+                    }
+                }
+                lines
+            });
         }
-        lines
-    });
-    Ok(ExitCode::Success)
-}
-
-fn uninstall(dir: &Path, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let done = guard::uninstall_in(&guard::hooks_dir(dir)?, false)?;
-    ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
-        let line = |h: &guard::Uninstalled| {
-            let what = match h.outcome {
-                "restored" => "removed; the earlier hook is back in its place",
-                "not coord's" => "not coord's, left alone",
-                other => other,
-            };
-            format!("{} {what}: {}", h.hook, h.path)
-        };
-        done.iter().map(line).collect()
-    });
+        GuardCommand::Uninstall => {
+            let done = guard::uninstall_in(&guard::hooks_dir(&dir)?, false)?;
+            ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
+                let line = |h: &guard::Uninstalled| {
+                    let what = match h.outcome {
+                        "restored" => "removed; the earlier hook is back in its place",
+                        "not coord's" => "not coord's, left alone",
+                        other => other,
+                    };
+                    format!("{} {what}: {}", h.hook, h.path)
+                };
+                done.iter().map(line).collect()
+            });
+        }
+        GuardCommand::Check { staged, revs } => return check(staged, &revs, ctx),
+    }
     Ok(ExitCode::Success)
 }
 
@@ -145,18 +137,19 @@ fn check(staged: bool, revs: &[String], ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ));
         }
     }
+    let warn = mode.eq_ignore_ascii_case("warn");
     let held = match guard::held(&ws, &top, &paths, me.as_ref(), !staged) {
         Ok(held) => held,
-        Err(e) if mode.eq_ignore_ascii_case("warn") => {
+        Err(e) if warn => {
             output::diag(&format!("warning: {e}"));
             return Ok(ExitCode::Success);
         }
         Err(e) => return Err(e.into()),
     };
     let doc = serde_json::json!({ "checked": paths.len(), "held": held });
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     if held.is_empty() {
-        let n = paths.len();
-        let s = if n == 1 { "" } else { "s" };
+        let (n, s) = (paths.len(), plural(paths.len()));
         ctx.emit(&doc, || {
             format!("coord guard: {n} path{s} checked, none held by another agent")
         });
@@ -167,17 +160,11 @@ fn check(staged: bool, revs: &[String], ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     let now = clock::now();
     let what = if staged { "commit" } else { "push" };
-    let n = held.len();
-    let s = if n == 1 { "" } else { "s" };
+    let (n, s) = (held.len(), plural(held.len()));
     let mut lines = vec![format!("{what} touches {n} file{s} another agent holds:")];
-    for h in &held {
-        lines.push(output::clean(&format!(
-            "  {}: {}",
-            h.file,
-            h.locked_by(&now)
-        )));
-    }
-    if mode.eq_ignore_ascii_case("warn") {
+    let line = |h: &guard::Held| output::clean(&format!("  {}: {}", h.file, h.locked_by(&now)));
+    lines.extend(held.iter().map(line));
+    if warn {
         output::diag(&format!("warning: {}", lines.join("\n")));
         return Ok(ExitCode::Success);
     }

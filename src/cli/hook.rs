@@ -75,14 +75,12 @@ fn warn(client: Client, why: &str) {
 /// Everything that can fail, as a warning: a hook never stops the client for coord's sake.
 fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     let client = args.client;
-    let (default, wait) = (act::DEFAULT_WAIT, args.wait.as_deref());
-    let wait = wait
-        .map_or(Ok(default), clock::parse_duration)
-        .unwrap_or_else(|e| {
-            let default = clock::format_duration(default);
-            output::diag(&format!("warning: {e}; waiting {default}"));
-            act::DEFAULT_WAIT
-        });
+    let given = args.wait.as_deref().map(clock::parse_duration);
+    let wait = given.unwrap_or(Ok(act::DEFAULT_WAIT)).unwrap_or_else(|e| {
+        let default = clock::format_duration(act::DEFAULT_WAIT);
+        output::diag(&format!("warning: {e}; waiting {default}"));
+        act::DEFAULT_WAIT
+    });
     let input = super::read_stdin(client::PAYLOAD_CAP)
         .map_err(|e| anyhow::anyhow!("cannot read the event from stdin: {e}"))?;
     let mut call = client::parse(client, &input, args.event.as_deref())?;
@@ -90,25 +88,17 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     // it, a payload from elsewhere) is judged from the workspace around it when coord or git
     // made one there; else the call is answered with a warning, never with a workspace made in
     // whatever folder is left or this process happens to run in.
-    let (cwd, base) = match &call.cwd {
-        None if ctx.cwd().is_dir() => (ctx.cwd().to_path_buf(), ctx.cwd().to_path_buf()),
-        given => {
-            let c = given.as_deref().unwrap_or(ctx.cwd());
-            let dir = ctx.cwd().join(c);
-            if dir.is_dir() {
-                (dir.clone(), dir)
-            } else {
-                // Removed while the client ran in it: the workspace around it still holds
-                // the files the call names.
-                let Some(base) = gone_cwd_base(ctx.dir.as_deref(), &dir) else {
-                    anyhow::bail!(
-                        "the event's cwd `{}` is not a folder; nothing done (the tool call is allowed)",
-                        c.display()
-                    );
-                };
-                (dir, base)
-            }
-        }
+    // The current directory is absolute: a payload without `cwd` is judged from it.
+    let given = call.cwd.as_deref().unwrap_or(ctx.cwd());
+    let cwd = ctx.cwd().join(given);
+    let base = match cwd.is_dir() {
+        true => cwd.clone(),
+        false => gone_cwd_base(ctx.dir.as_deref(), &cwd).ok_or_else(|| {
+            anyhow::anyhow!(
+                "the event's cwd `{}` is not a folder; nothing done (the tool call is allowed)",
+                given.display()
+            )
+        })?,
     };
     let explicit = ctx.agent_explicit()?;
     // Else the session's own agent (from the payload: it names the session this very call
@@ -134,28 +124,17 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
             ws.adopt()?;
         }
     }
-    // A session coord cannot name: judged on the files it names, nothing written.
+    // A session coord cannot name, or a payload read only in part: judged on the files it
+    // names, nothing written.
     let Some(agent) = agent else {
-        return match act::judge_nameless(&ws, &call, &cwd) {
-            Some(deny) => {
-                warn(client, nameless);
-                Ok(deny)
-            }
-            None => anyhow::bail!("{nameless}"),
-        };
+        return judged(client, act::judge_nameless(&ws, &call, &cwd), nameless, "");
     };
-    // A payload read only in part: judged on the files it names, nothing written.
     if let Some(why) = &call.fault {
         let warning = format!(
             "the hook payload is not JSON ({why}); read as far as it goes, nothing written"
         );
-        return match act::judge_unread(&ws, &agent, &call, &cwd) {
-            Some(deny) => {
-                warn(client, &warning);
-                Ok(deny)
-            }
-            None => anyhow::bail!("{warning} (the tool call is allowed)"),
-        };
+        let deny = act::judge_unread(&ws, &agent, &call, &cwd);
+        return judged(client, deny, &warning, " (the tool call is allowed)");
     }
     // The session's agent: every later coord below the client process acts as it, and the
     // locks its edits take follow the client process.
@@ -197,6 +176,14 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
         identity::end(&ws, client, sid, process)?;
     }
     Ok(reply?)
+}
+
+/// The deny of a call judged without writing, with the warning `why`; no deny: `why` (and
+/// `allowed`) as the error.
+fn judged(client: Client, deny: Option<Reply>, why: &str, allowed: &str) -> anyhow::Result<Reply> {
+    let deny = deny.ok_or_else(|| anyhow::anyhow!("{why}{allowed}"))?;
+    warn(client, why);
+    Ok(deny)
 }
 
 /// Where to find the workspace from when the event's `cwd` is gone: the nearest folder above

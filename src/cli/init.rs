@@ -75,10 +75,8 @@ pub(super) fn client_choice() -> impl clap::builder::TypedValueParser<Value = Op
 /// The clients `--client` names (`all`, or none given: every one), and whether that is all.
 pub(super) fn chosen(named: &[Option<Client>]) -> (bool, Vec<Client>) {
     let all = named.is_empty() || named.contains(&None);
-    let clients = Client::ALL
-        .iter()
-        .filter(|c| all || named.contains(&Some(**c)));
-    (all, clients.copied().collect())
+    let wanted = |c: &Client| all || named.contains(&Some(*c));
+    (all, Client::ALL.iter().copied().filter(wanted).collect())
 }
 
 pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -98,10 +96,8 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // Without `--client`: the clients installed here (their command on PATH), else the four
     // the contract names.
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let found: Vec<(Client, PathBuf)> = Client::ALL
-        .iter()
-        .filter_map(|c| c.find_on(&path).map(|p| (*c, p)))
-        .collect();
+    let on_path = |c: &Client| c.find_on(&path).map(|p| (*c, p));
+    let found: Vec<(Client, PathBuf)> = Client::ALL.iter().filter_map(on_path).collect();
     let (clients, chosen_by) = match (args.client.is_empty(), found.is_empty()) {
         (false, _) => (clients, "flag"),
         (true, false) => (found.iter().map(|(c, _)| *c).collect(), "found"),
@@ -115,10 +111,8 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|c| ClientTrust::of(*c, ws.root()))
         .collect();
-    let found_json: Vec<_> = found
-        .iter()
-        .map(|(c, p)| serde_json::json!({"client": c.as_str(), "path": p}))
-        .collect();
+    let entry = |(c, p): &(Client, PathBuf)| serde_json::json!({"client": c.as_str(), "path": p});
+    let found_json: Vec<_> = found.iter().map(entry).collect();
     let doc = serde_json::json!({
         "dry_run": args.dry_run,
         "plan": plan,
@@ -132,10 +126,8 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let verb = |action: &str| change_verb(args.dry_run, action);
     match chosen_by {
         "found" => {
-            let found: Vec<String> = found
-                .iter()
-                .map(|(c, p)| format!("{} ({})", c.as_str(), p.display()))
-                .collect();
+            let entry = |(c, p): &(Client, PathBuf)| format!("{} ({})", c.as_str(), p.display());
+            let found: Vec<String> = found.iter().map(entry).collect();
             output::line(&format!("Found on PATH: {}.", found.join(", ")));
         }
         "default" => output::line(&format!(
@@ -170,9 +162,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             plan.clients.join(", ")
         ));
     }
-    for t in &trust {
-        output::line(&t.line());
-    }
+    trust.iter().for_each(|t| output::line(&t.line()));
     // `git worktree add` checks out the branch's commits: files init just wrote reach a new
     // worktree only once they are committed.
     if !args.dry_run && !plan.changes.is_empty() && coord::worktree::common_dir(ws.root()).is_some()
@@ -236,8 +226,7 @@ fn remove(ws: &Workspace, named: &[Client], dry_run: bool, ctx: &Ctx) -> anyhow:
 }
 
 fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let me = ctx.agent_opt()?;
-    let leaving = init::leave::plan(ws, me.as_ref(), yes)?;
+    let leaving = init::leave::plan(ws, ctx.agent_opt()?.as_ref(), yes)?;
     if !dry_run && let Some(warning) = init::leave::apply(ws, &leaving)? {
         output::diag(&format!("warning: {warning}"));
     }

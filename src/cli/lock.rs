@@ -58,10 +58,8 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let (targets, claims) = ws.file_args(ctx.cwd(), &args.files)?;
     let wait = args.wait.wait()?;
-    let ttl = args.ttl.as_deref();
-    let given_ttl = ttl
-        .map(|t| nonzero_ttl(clock::parse_duration(t)?, t))
-        .transpose()?;
+    let ttl = (args.ttl.as_deref()).map(|t| nonzero_ttl(clock::parse_duration(t)?, t));
+    let given_ttl = ttl.transpose()?;
     let reach = Reach {
         claims: !args.local,
         files: args.share,
@@ -115,23 +113,20 @@ pub fn nonzero_ttl(ttl: std::time::Duration, text: &str) -> Result<std::time::Du
     Ok(ttl)
 }
 
-/// `Lock acquired: FILE (backup FILE.bak)`, one line per file.
+/// One line per file: `Lock acquired: FILE (backup FILE.bak)`.
 pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
-    got.acquired
-        .iter()
-        .map(|a| {
-            let what = if a.claim { "Claim" } else { "Lock" };
-            let verb = if a.refreshed { "refreshed" } else { "acquired" };
-            let backup =
-                (a.backup.as_deref().map(|b| format!(" (backup {b})"))).unwrap_or_default();
-            let shared = match (&a.remote, &a.lease_until) {
-                (Some(r), Some(until)) => format!(" (shared through `{r}`, lease until {until})"),
-                (Some(r), None) => format!(" (shared through `{r}`)"),
-                _ => String::new(),
-            };
-            format!("{what} {verb}: {}{backup}{shared}", a.file)
-        })
-        .collect()
+    let line = |a: &lock::Acquired| {
+        let what = if a.claim { "Claim" } else { "Lock" };
+        let verb = if a.refreshed { "refreshed" } else { "acquired" };
+        let backup = (a.backup.as_deref().map(|b| format!(" (backup {b})"))).unwrap_or_default();
+        let shared = match (&a.remote, &a.lease_until) {
+            (Some(r), Some(until)) => format!(" (shared through `{r}`, lease until {until})"),
+            (Some(r), None) => format!(" (shared through `{r}`)"),
+            _ => String::new(),
+        };
+        format!("{what} {verb}: {}{backup}{shared}", a.file)
+    };
+    got.acquired.iter().map(line).collect()
 }
 
 /// What locks follow: `coord session`'s process (only a live ancestor: a forged value would

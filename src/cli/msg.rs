@@ -99,9 +99,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     match args.command {
         MsgCommand::Send { to, text } => {
             let to = recipient_here(&ws, &to)?;
-            let agent = ctx.agent()?;
-            let body = text_or_stdin(&text)?;
-            let sent = message::send(&ws, &agent, &to, &body)?;
+            let sent = message::send(&ws, &ctx.agent()?, &to, &text_or_stdin(&text)?)?;
             if to != message::ALL
                 && matches!(presence::read(ws.root(), &to), Ok(None))
                 && !ctx.quiet
@@ -167,10 +165,8 @@ pub fn read(mut entry: InboxEntry) -> serde_json::Result<(serde_json::Value, Str
     let m = &entry.message;
     let (from, time) = (output::clean(&m.from_name), output::clean(&m.time));
     let body = output::clean_block(m.body.trim_end_matches('\n'));
-    let text = format!(
-        "id: {}\nfrom: {from}\nto: {}\ntime: {time}\n\n{body}",
-        m.id, m.to
-    );
+    let (id, to) = (&m.id, &m.to);
+    let text = format!("id: {id}\nfrom: {from}\nto: {to}\ntime: {time}\n\n{body}");
     Ok((doc, text))
 }
 
@@ -183,22 +179,21 @@ pub fn list(mut inbox: Inbox, only_unread: bool, color: bool) -> (Inbox, String)
         return (inbox, format!("No{unread} messages"));
     }
     let now = clock::now();
-    let rows = (inbox.messages.iter())
-        .map(|e| {
-            let m = &e.message;
-            let when = clock::parse_timestamp(&m.time)
-                .map(|t| coord::lock::format_since(Some(&t), &now))
-                .unwrap_or_else(|| "-".into());
-            vec![
-                Cell::plain(&m.id),
-                Cell::plain(if e.unread { "*" } else { "" }),
-                Cell::plain(&m.from),
-                Cell::plain(&m.to),
-                Cell::plain(when),
-                Cell::plain(m.first_line()),
-            ]
-        })
-        .collect();
+    let row = |e: &InboxEntry| {
+        let m = &e.message;
+        let when = clock::parse_timestamp(&m.time)
+            .map(|t| coord::lock::format_since(Some(&t), &now))
+            .unwrap_or_else(|| "-".into());
+        vec![
+            Cell::plain(&m.id),
+            Cell::plain(if e.unread { "*" } else { "" }),
+            Cell::plain(&m.from),
+            Cell::plain(&m.to),
+            Cell::plain(when),
+            Cell::plain(m.first_line()),
+        ]
+    };
+    let rows = inbox.messages.iter().map(row).collect();
     let text = output::table(&["ID", "NEW", "FROM", "TO", "TIME", "MESSAGE"], rows, color);
     (inbox, text)
 }

@@ -86,10 +86,9 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::line(&format!("  install:   {}", w.install.join(" && ")));
         output::line(&format!("  uninstall: {}", w.uninstall.join(" && ")));
     }
+    let switch = plugin::SWITCH;
     output::line(&format!(
-        "The plugins run {}; write them again after moving it. Turn coord off in one repository with `git config {} false`.",
-        coord,
-        plugin::SWITCH
+        "The plugins run {coord}; write them again after moving it. Turn coord off in one repository with `git config {switch} false`."
     ));
     Ok(ExitCode::Success)
 }

@@ -4,7 +4,6 @@ use clap::Args;
 
 use coord::ExitCode;
 use coord::edit::restore;
-use coord::workspace::{Target, Workspace};
 
 use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs};
@@ -43,7 +42,20 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let target = ws.one_file(ctx.cwd(), &args.file, "restore")?;
     if args.list {
-        return list(&ws, &target, ctx);
+        target.regular_or_absent()?;
+        let all = coord::lock::backup::generations(ws.root(), &target)?;
+        let doc = serde_json::json!({ "file": target.rel, "generations": all });
+        ctx.emit_lines(&doc, || {
+            if all.is_empty() {
+                return vec![format!("No backups of {}", target.rel)];
+            }
+            let line = |g: &coord::lock::backup::Generation| {
+                let (n, at, bytes, path) = (g.n, &g.saved_at, g.bytes, &g.path);
+                format!("{n:>3}  {at}  {bytes:>10} bytes  {path}")
+            };
+            all.iter().map(line).collect()
+        });
+        return Ok(ExitCode::Success);
     }
     let agent = ctx.agent()?;
     let wait = args.wait.wait()?;
@@ -56,24 +68,6 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         let note = format!(" ({backup} now holds the content it replaced)");
         let note = if restored.swapped { note.as_str() } else { "" };
         format!("Restored: {file} from {backup}{note}")
-    });
-    Ok(ExitCode::Success)
-}
-
-/// `--list`: every backup generation of FILE, newest first.
-fn list(ws: &Workspace, target: &Target, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    target.regular_or_absent()?;
-    let all = coord::lock::backup::generations(ws.root(), target)?;
-    let doc = serde_json::json!({ "file": target.rel, "generations": all });
-    ctx.emit_lines(&doc, || {
-        if all.is_empty() {
-            return vec![format!("No backups of {}", target.rel)];
-        }
-        let line = |g: &coord::lock::backup::Generation| {
-            let (n, at, bytes, path) = (g.n, &g.saved_at, g.bytes, &g.path);
-            format!("{n:>3}  {at}  {bytes:>10} bytes  {path}")
-        };
-        all.iter().map(line).collect()
     });
     Ok(ExitCode::Success)
 }

@@ -56,16 +56,14 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129 (as
     // `coord lock` does); once the command runs, it is passed on to the command.
     super::stop_on_signals()?;
-    let quiet = ctx.quiet;
-    let agent_id = req.agent.id().to_string();
-    let mut progress = WaitProgress::new(req.wait, quiet);
+    let mut progress = WaitProgress::new(req.wait, ctx.quiet);
     let outcome = run::run(&ws, &req, &mut |event| match event {
         RunEvent::Lock(e) => progress.on_event(e),
         RunEvent::Locked(got) => {
             progress.finish();
             output::took_over_notes(&got.acquired);
-            if !quiet {
-                output::held_elsewhere_warnings(&agent_id, &got.acquired);
+            if !ctx.quiet {
+                output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
             }
         }
     });

@@ -74,11 +74,9 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }
     };
+    let name = program.to_string_lossy();
     let status = match start_forwarding(&mut command, &signals, (interval, beat), true) {
-        Ok(RunEnd::NotStarted(e)) => Err(Error::bad_input(format!(
-            "cannot run `{}`: {e}",
-            program.to_string_lossy()
-        ))),
+        Ok(RunEnd::NotStarted(e)) => Err(Error::bad_input(format!("cannot run `{name}`: {e}"))),
         Ok(end) => Ok(end.status()),
         Err(e) => Err(Error::Failed {
             message: format!("cannot wait for the session's command: {e}"),
@@ -90,10 +88,8 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         for line in release_lines(&done.released) {
             output::diag(&line);
         }
-        output::diag(&format!(
-            "Clocked out: {} (session {session_id})",
-            agent.id()
-        ));
+        let id = agent.id();
+        output::diag(&format!("Clocked out: {id} (session {session_id})"));
     }
     Ok(ExitCode::Passthrough(status?))
 }

@@ -64,12 +64,8 @@ pub fn release(
         (all, _) => lock::release(ws, agent, (!all).then_some(&targets[..]), force)?,
     };
     if !patterns.is_empty() {
-        results.extend(claim::release(
-            ws,
-            agent,
-            Which::Patterns(&patterns, force),
-            true,
-        )?);
+        let which = Which::Patterns(&patterns, force);
+        results.extend(claim::release(ws, agent, which, true)?);
     }
     super::remote::start_sync_if_working_on_changed(ws);
     Ok(results)
@@ -94,32 +90,30 @@ pub fn release_lines(results: &[Release]) -> Vec<String> {
     if results.is_empty() {
         return vec!["No locks held".into()];
     }
-    results
-        .iter()
-        .filter_map(|r| match &r.outcome {
-            ReleaseOutcome::Released => Some(format!(
-                "{} released: {}{}",
-                if r.claim { "Claim" } else { "Lock" },
-                r.file,
-                match &r.remote {
+    let line = |r: &Release| {
+        let file = &r.file;
+        Some(match &r.outcome {
+            ReleaseOutcome::Released => {
+                let what = if r.claim { "Claim" } else { "Lock" };
+                let remote = match &r.remote {
                     Some(x) if x.released => format!(" (and on remote `{}`)", x.remote),
                     Some(x) => format!(
                         " (here only: its record on remote `{}` stays until its lease lapses)",
                         x.remote
                     ),
                     None => String::new(),
-                }
-            )),
-            ReleaseOutcome::NotLocked => Some(format!("{}: not locked", r.file)),
-            ReleaseOutcome::ForcedStale { from } => Some(format!(
-                "Stale lock of {} on {} removed",
-                output::clean(from),
-                r.file
-            )),
-            ReleaseOutcome::Lost => Some(format!("{}: lock was taken over", r.file)),
-            ReleaseOutcome::HeldByOther { .. } => None,
+                };
+                format!("{what} released: {file}{remote}")
+            }
+            ReleaseOutcome::NotLocked => format!("{file}: not locked"),
+            ReleaseOutcome::ForcedStale { from } => {
+                format!("Stale lock of {} on {file} removed", output::clean(from))
+            }
+            ReleaseOutcome::Lost => format!("{file}: lock was taken over"),
+            ReleaseOutcome::HeldByOther { .. } => return None,
         })
-        .collect()
+    };
+    results.iter().filter_map(line).collect()
 }
 
 /// The refusal to report when one of the files is locked by another agent.
@@ -129,14 +123,9 @@ pub fn refusal(results: &[Release], agent: &AgentId) -> Option<Error> {
         _ => None,
     })?;
     if state == LockState::Stale {
-        let why = format!(
-            "`{file}` has a STALE lock of {}, not yours",
-            output::clean(holder)
-        );
-        let hint = format!(
-            "remove it with `coord unlock {} --force`",
-            coord::shell::arg(file)
-        );
+        let (holder, arg) = (output::clean(holder), coord::shell::arg(file));
+        let why = format!("`{file}` has a STALE lock of {holder}, not yours");
+        let hint = format!("remove it with `coord unlock {arg} --force`");
         return Some(Error::refused(Refusal::StaleLock, why, Some(hint)));
     }
     Some(Error::NotHolder {

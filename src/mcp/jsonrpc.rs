@@ -28,13 +28,10 @@ pub(crate) struct Request {
 pub(crate) fn classify(line: &[u8]) -> Result<Option<Request>, Value> {
     let invalid = |id, code, why: String| Err(error(&id, code, &why));
     let null = |code, message| invalid(Value::Null, code, message);
-    let text = match std::str::from_utf8(line) {
-        Ok(t) => t,
-        Err(e) => {
-            let why = format!("the line is not UTF-8 (byte {})", e.valid_up_to());
-            return null(PARSE_ERROR, why);
-        }
-    };
+    let text = std::str::from_utf8(line).map_err(|e| {
+        let why = format!("the line is not UTF-8 (byte {})", e.valid_up_to());
+        error(&Value::Null, PARSE_ERROR, &why)
+    })?;
     if text.trim().is_empty() {
         return Ok(None);
     }

@@ -84,10 +84,8 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> Value> Server<H> {
     }
 
     fn handle_one(&mut self, line: &[u8]) -> Option<Value> {
-        match jsonrpc::classify(line) {
-            Ok(req) => req.map(|req| self.handle(req)),
-            Err(answer) => Some(answer),
-        }
+        let answer = jsonrpc::classify(line).map(|req| req.map(|req| self.handle(req)));
+        answer.unwrap_or_else(Some)
     }
 
     fn handle(&mut self, req: Request) -> Value {
@@ -220,10 +218,8 @@ mod tests {
     fn at(version: &str) -> Server<Echo> {
         let mut s = server();
         let params = json!({ "protocolVersion": version });
-        ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":params}),
-        );
+        let initialize = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":params});
+        ask(&mut s, initialize);
         s
     }
 
@@ -236,10 +232,8 @@ mod tests {
             {"jsonrpc":"2.0","id":3,"method":"nope"}
         ]);
         let code = |r: Value| r["error"]["code"].clone();
-        assert_eq!(
-            code(ask(&mut server(), batch.clone())),
-            jsonrpc::INVALID_REQUEST
-        );
+        let invalid = jsonrpc::INVALID_REQUEST;
+        assert_eq!(code(ask(&mut server(), batch.clone())), invalid);
         let mut s = at("2025-03-26");
         let r = ask(&mut s, batch);
         let r = r.as_array().unwrap_or_else(|| panic!("{r}"));
@@ -247,15 +241,10 @@ mod tests {
         assert_eq!(r[0]["id"], 1);
         assert_eq!(r[1]["result"]["content"][0]["text"], "status");
         assert_eq!(r[2]["error"]["code"], jsonrpc::METHOD_NOT_FOUND);
-        assert_eq!(code(ask(&mut s, json!([]))), jsonrpc::INVALID_REQUEST);
-        assert_eq!(
-            s.handle_line(br#"[{"jsonrpc":"2.0","method":"notifications/x"}]"#),
-            None
-        );
+        assert_eq!(code(ask(&mut s, json!([]))), invalid);
+        let notifications = br#"[{"jsonrpc":"2.0","method":"notifications/x"}]"#;
+        assert_eq!(s.handle_line(notifications), None);
         let ping = json!([{"jsonrpc":"2.0","id":1,"method":"ping"}]);
-        assert_eq!(
-            code(ask(&mut at("2025-06-18"), ping)),
-            jsonrpc::INVALID_REQUEST
-        );
+        assert_eq!(code(ask(&mut at("2025-06-18"), ping)), invalid);
     }
 }

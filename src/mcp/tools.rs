@@ -251,10 +251,8 @@ impl<'a> Args<'a> {
         want: &str,
         read: impl Fn(&'a Value) -> Option<T>,
     ) -> Result<Option<T>> {
-        let Some(v) = self.get(name) else {
-            return Ok(None);
-        };
-        read(v).map(Some).ok_or_else(|| self.wrong(name, want, v))
+        let typed = |v| read(v).ok_or_else(|| self.wrong(name, want, v));
+        self.get(name).map(typed).transpose()
     }
 
     /// A string argument.
@@ -275,24 +273,21 @@ impl<'a> Args<'a> {
     /// An array of strings; a lone string is taken as an array of one.
     pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>> {
         const WANT: &str = "an array of strings";
-        if let Some(Value::String(s)) = self.get(name)
-            && !s.is_empty()
-        {
-            return Ok(Some(vec![s.clone()]));
-        }
-        let Some(items) = self.typed(name, WANT, Value::as_array)? else {
-            return Ok(None);
+        let items = match self.get(name) {
+            None => return Ok(None),
+            Some(Value::String(s)) if !s.is_empty() => return Ok(Some(vec![s.clone()])),
+            Some(Value::Array(items)) if !items.is_empty() => items,
+            Some(Value::Array(_)) => {
+                return Err(self.bad(name, "is an empty list: name at least one"));
+            }
+            Some(v) => return Err(self.wrong(name, WANT, v)),
         };
         let read = |v: &Value| {
             v.as_str()
                 .map(str::to_string)
                 .ok_or_else(|| self.wrong(name, WANT, v))
         };
-        let out = items.iter().map(read).collect::<Result<Vec<_>>>()?;
-        if out.is_empty() {
-            return Err(self.bad(name, "is an empty list: name at least one"));
-        }
-        Ok(Some(out))
+        items.iter().map(read).collect::<Result<_>>().map(Some)
     }
 
     /// A duration: a number of seconds, or a duration string (`30s`, `5m`).
@@ -334,11 +329,8 @@ mod tests {
         for t in TOOLS {
             let props = t.properties();
             assert_eq!(props.len(), t.args.len(), "{}", t.name);
-            assert!(
-                t.required.iter().all(|r| props.contains_key(*r)),
-                "{}",
-                t.name
-            );
+            let required_known = t.required.iter().all(|r| props.contains_key(*r));
+            assert!(required_known, "{}", t.name);
         }
     }
 

@@ -3,9 +3,8 @@
 mod tools;
 
 use std::io::{BufRead, Write};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -173,36 +172,43 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         ));
     }
     let instructions = instructions(&named, &ws);
-    let life = Arc::new(Life {
+    // It lives as long as the process: the threads below end with it.
+    let life: &'static Life = Box::leak(Box::new(Life {
         ws,
         quiet: ctx.quiet,
         explicit,
         named,
         state: Mutex::new(Stage::Idle(args.task)),
-    });
+    }));
 
-    let signal_life = Arc::clone(&life);
-    let signal_handle = signals.handle();
-    let signal_thread = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let name = signal_hook::low_level::signal_name(sig).unwrap_or("a signal");
-            stop(&signal_life, sig, &format!("{name} received"));
+            stop(life, sig, &format!("{name} received"));
         }
     });
 
     // Notice the client going away while a call may wait: any wait then ends as on `SIGHUP`. On
     // stdin hung up the main loop finishes the input; with stdout or the parent gone, the server
     // clocks out and exits once the running call has ended.
-    let (watch_life, parent) = (Arc::clone(&life), rustix::process::getppid());
+    let parent = rustix::process::getppid();
     std::thread::spawn(move || {
         if let Some(why) = client_gone(parent) {
-            stop(&watch_life, SIGHUP, why);
+            stop(life, SIGHUP, why);
         }
     });
 
-    let (stop_beat, beats) = mpsc::channel::<()>();
-    let beat_life = Arc::clone(&life);
-    let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
+    // Beaten under the state's lock: the clock-out waits for a beat, and no beat follows it.
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(interval);
+            if let Stage::Serving(host) = &*life.state()
+                && let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session)
+            {
+                output::diag(&format!("warning: heartbeat failed: {e}"));
+            }
+        }
+    });
 
     let mut server = Server::new(
         |tool, args| {
@@ -213,13 +219,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         },
         instructions,
     );
-    let why = serve(|line| server.handle_line(line));
-
-    life.close(why);
-    let _ = stop_beat.send(());
-    let _ = beat_thread.join();
-    signal_handle.close();
-    let _ = signal_thread.join();
+    life.close(serve(|line| server.handle_line(line)));
     Ok(ExitCode::Success)
 }
 
@@ -269,8 +269,7 @@ fn stop(life: &Life, sig: i32, why: &str) -> ! {
 /// on `SIGHUP`), else why nobody can read an answer any more.
 fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    let stdin = std::io::stdin();
-    let stdout = std::io::stdout();
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
     // Hang-ups and errors are always reported; a readable stdin is not asked about (the next
     // request is the main loop's to read).
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -284,20 +283,18 @@ fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
     let timeout = Timespec::try_from(CLIENT_CHECK).unwrap_or_default();
     let gone = PollFlags::HUP | PollFlags::ERR | hangup;
     loop {
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(n) if n > 0 => {
-                if fds[1].revents().intersects(gone) {
-                    return Some("the client stopped reading");
-                }
-                if fds[0].revents().intersects(gone) {
-                    coord::wait::request_stop(SIGHUP);
-                    return None;
-                }
-                // An fd poll cannot judge (closed, not pollable): fall back to the clock.
-                std::thread::sleep(CLIENT_CHECK);
-            }
-            Ok(_) => {}
-            Err(_) => std::thread::sleep(CLIENT_CHECK),
+        // After a failed poll `revents` hold no hang-up: cleared, or the last poll's (none).
+        let polled = poll(&mut fds, Some(&timeout));
+        if fds[1].revents().intersects(gone) {
+            return Some("the client stopped reading");
+        }
+        if fds[0].revents().intersects(gone) {
+            coord::wait::request_stop(SIGHUP);
+            return None;
+        }
+        // A failed poll, or an fd it cannot judge (closed, not pollable): fall back to the clock.
+        if polled != Ok(0) {
+            std::thread::sleep(CLIENT_CHECK);
         }
         // Started by a process that was already gone (`parent` is init): only stdio can tell.
         if parent.is_some_and(|p| p.as_raw_nonzero().get() != 1)
@@ -344,17 +341,6 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<Value>) -> &'static str {
                 .is_err()
         {
             return "stdout closed";
-        }
-    }
-}
-
-fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
-    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
-        // Beaten under the state's lock: the clock-out waits for a beat, and no beat follows it.
-        if let Stage::Serving(host) = &*life.state()
-            && let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session)
-        {
-            output::diag(&format!("warning: heartbeat failed: {e}"));
         }
     }
 }

@@ -2,7 +2,6 @@
 //! same name: the text is what that command prints, `structuredContent` what it prints with
 //! `--json`, and a refusal is its `error:` line (and `hint:`).
 
-use std::io::Cursor;
 use std::path::Path;
 
 use serde::Serialize;
@@ -56,11 +55,9 @@ impl Host {
                 done(lines.join("\n"), &report)
             }
             "presence" => {
-                let file = args
-                    .str("file")?
-                    .map(|f| ws.one_file(ws.root(), f, "presence"));
+                let file = |f| ws.one_file(ws.root(), f, "presence");
                 let update = Update {
-                    current_file: file.transpose()?.map(|t| t.rel),
+                    current_file: args.str("file")?.map(file).transpose()?.map(|t| t.rel),
                     working_on: args.str("task")?.map(str::to_string),
                     ..Default::default()
                 };
@@ -103,10 +100,9 @@ impl Host {
             }
             "write" => {
                 let target = ws.one_file(ws.root(), args.req_str("file")?, "write")?;
-                let content = args.req_str("content")?;
-                let mut input = Cursor::new(content.as_bytes());
-                let written =
-                    write::write(ws, agent, &target, &mut input, Path::new("the tool call"))?;
+                let mut content = args.req_str("content")?.as_bytes();
+                let name = Path::new("the tool call");
+                let written = write::write(ws, agent, &target, &mut content, name)?;
                 done(write_cmd::written_line(&written), &written)
             }
             "note" => {
