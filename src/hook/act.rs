@@ -67,7 +67,12 @@ pub fn handle(
             }
             Ok(Reply::Allow)
         }
-        Kind::SessionStart => session_start(ws, agent, call.client, owner.map(|o| o.pid)),
+        // Clock in, and tell the agent who else is here, what they hold, what waits for it.
+        Kind::SessionStart => {
+            ws.ensure_state_dir()?;
+            stamp::clock_in(ws, agent, owner.map(|o| o.pid))?;
+            Ok(Reply::Context(context(ws, agent, call.client)))
+        }
         // A stop the client already continued once because of a hook.
         Kind::Stop => stop(ws, agent, call.payload["stop_hook_active"] == true),
         Kind::SessionEnd => {
@@ -91,15 +96,12 @@ fn linked_names(ws: &Workspace, made: &[Target]) -> Vec<Target> {
         return Vec::new();
     }
     let mut out: Vec<Target> = Vec::new();
-    for e in lock::scan_tree(ws) {
-        let Ok(t) = ws.target_from_rel(&e.file) else {
-            continue;
-        };
-        let other_name = !made.iter().any(|m| m.rel == t.rel);
-        if other_name
-            && id(&t).is_some_and(|i| linked.contains(&i))
-            && !out.iter().any(|o| o.rel == t.rel)
-        {
+    for t in lock::scan_tree(ws)
+        .iter()
+        .filter_map(|e| ws.target_from_rel(&e.file).ok())
+    {
+        let named = made.iter().chain(&out).any(|m| m.rel == t.rel);
+        if !named && id(&t).is_some_and(|i| linked.contains(&i)) {
             out.push(t);
         }
     }
@@ -185,8 +187,7 @@ fn heartbeat(ws: &Workspace, agent: &AgentId, card: bool) -> Result<()> {
     if card {
         stamp::refresh_partner(ws.root(), agent, None, false)?;
     }
-    presence::write(ws.root(), agent, &Update::default())?;
-    Ok(())
+    presence::write(ws.root(), agent, &Update::default()).map(drop)
 }
 
 /// Lock every edited file, all or nothing: a refresh for files this agent already holds.
@@ -199,8 +200,7 @@ fn before_edit(
     owner: Option<&Owner>,
 ) -> Result<Reply> {
     if targets.is_empty() {
-        heartbeat(ws, agent, true)?;
-        return Ok(Reply::Allow);
+        return heartbeat(ws, agent, true).map(|()| Reply::Allow);
     }
     // Files this session locked seconds ago, with no other lock beside: nothing to refresh.
     let now = clock::now();
@@ -501,18 +501,6 @@ fn renewed_lately(
             .is_some_and(|at| recent(now, &at))
 }
 
-/// Clock in, and tell the agent who else is here, what they hold, what waits for it.
-fn session_start(
-    ws: &Workspace,
-    agent: &AgentId,
-    client: Client,
-    pid: Option<u32>,
-) -> Result<Reply> {
-    ws.ensure_state_dir()?;
-    stamp::clock_in(ws, agent, pid)?;
-    Ok(Reply::Context(context(ws, agent, client)))
-}
-
 fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     let me = agent.id();
     let st = status::glance(ws);
@@ -564,47 +552,27 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
             unread.join("; ")
         ));
     }
+    let mine = |who: &str| who.eq_ignore_ascii_case(me);
     if let Some(d) = &st.dialogue
-        && d.turn
-            .as_deref()
-            .is_some_and(|t| t.eq_ignore_ascii_case(me))
+        && d.turn.as_deref().is_some_and(mine)
     {
         out.push(format!(
             "It is your turn in the dialogue `{}` ({}): `coord -a {me} dialogue turn`.",
             d.topic, d.folder
         ));
     }
-    for r in st
-        .reviews
-        .iter()
-        .filter(|r| r.next_actor.eq_ignore_ascii_case(me))
-    {
-        out.push(format!(
-            "Review `{}` waits for you{}.",
-            r.topic,
-            r.next_action
-                .as_deref()
-                .map(|a| format!(": {a}"))
-                .unwrap_or_default()
-        ));
+    for r in st.reviews.iter().filter(|r| mine(&r.next_actor)) {
+        let action = (r.next_action.as_deref().map(|a| format!(": {a}"))).unwrap_or_default();
+        out.push(format!("Review `{}` waits for you{action}.", r.topic));
     }
     out.join("\n")
 }
 
 /// `ID from SENDER: first line` for each unread message of `agent`.
 fn unread_lines(ws: &Workspace, agent: &AgentId) -> Vec<String> {
-    message::unread_at_turn(ws, agent)
-        .unwrap_or_default()
-        .unread()
-        .map(|e| {
-            format!(
-                "{} from {}: {}",
-                e.message.id,
-                e.message.from,
-                e.message.first_line()
-            )
-        })
-        .collect()
+    let inbox = message::unread_at_turn(ws, agent).unwrap_or_default();
+    let line = |m: &message::Message| format!("{} from {}: {}", m.id, m.from, m.first_line());
+    inbox.unread().map(|e| line(&e.message)).collect()
 }
 
 /// The turn is over: release every lock; hold the stop once for unread messages.
