@@ -387,7 +387,7 @@ mod tests {
     }
 
     #[test]
-    fn a_registration_is_found_below_its_process_and_swept_when_gone() {
+    fn a_registration_is_found_below_its_process_and_swept_when_gone_on_this_host_only() {
         let dir = tempfile::tempdir().unwrap();
         let ws = Workspace::at(std::fs::canonicalize(dir.path()).unwrap());
         let parent = ClientProcess::of(std::os::unix::process::parent_id()).unwrap();
@@ -406,19 +406,8 @@ mod tests {
             register(&ws, Client::Codex, "x1", &agent, dead).unwrap();
             assert!(!path.exists(), "swept at once: its process is gone");
         }
-        end(&ws, Client::Claude, "abcdef0123", parent).unwrap();
-        assert!(from_tree(ws.root()).is_none());
-    }
-
-    /// Another host whose name shares this host's tag: its registrations are not this host's to
-    /// sweep, though no process of that number lives here.
-    #[test]
-    fn a_registration_of_another_host_under_the_same_tag_is_left_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::at(std::fs::canonicalize(dir.path()).unwrap());
-        let parent = ClientProcess::of(std::os::unix::process::parent_id()).unwrap();
-        let agent = agent_for(Client::Claude, "abcdef0123").unwrap();
-        register(&ws, Client::Claude, "abcdef0123", &agent, parent).unwrap();
+        // Another host whose name shares this host's tag: its registrations are not this host's
+        // to sweep, though no process of that number lives here.
         let theirs = session_path(ws.root(), 4_000_000);
         let text = std::fs::read_to_string(session_path(ws.root(), parent.pid)).unwrap();
         let text = text.replace(&format!("host: {}", host::hostname()), "host: elsewhere");
@@ -426,5 +415,7 @@ mod tests {
         fsutil::replace(&theirs, text.as_bytes()).unwrap();
         register(&ws, Client::Codex, "x2", &agent, parent).unwrap();
         assert!(theirs.exists(), "another host's registration was swept");
+        end(&ws, Client::Codex, "x2", parent).unwrap();
+        assert!(from_tree(ws.root()).is_none());
     }
 }
