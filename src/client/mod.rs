@@ -95,10 +95,8 @@ pub type HookSet = Vec<(&'static str, Option<&'static str>, String)>;
 
 /// `coord hook CLIENT`, with `--event NAME` for clients whose payload does not name its event.
 pub fn command(client: &str, event: Option<&str>) -> String {
-    match event {
-        Some(e) => format!("{COORD} hook {client} --event {e}"),
-        None => format!("{COORD} hook {client}"),
-    }
+    let event = event.map(|e| format!(" --event {e}")).unwrap_or_default();
+    format!("{COORD} hook {client}{event}")
 }
 
 /// How hook registrations are laid out in a JSON file: Claude's
@@ -906,11 +904,8 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
                 "the hook payload names no event (`hook_event_name`); pass `--event`",
             ),
         })?;
-    let kind = adapter
-        .events
-        .iter()
-        .find(|(e, ..)| *e == event)
-        .map_or(Kind::Other, |(_, k, _)| *k);
+    let kind = adapter.events.iter().find(|(e, ..)| *e == event);
+    let kind = kind.map_or(Kind::Other, |(_, k, _)| *k);
     let tool = str_field(&value, &["tool_name", "toolName"]);
     // As sent: an object, or a string (Copilot's JSON-encoded arguments, or a raw patch).
     let input = value
@@ -941,16 +936,13 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
 
 /// The reply as the client's JSON, `None` when there is nothing to print.
 pub fn render(client: Client, reply: &Reply) -> Option<String> {
-    let value = (client.adapter().render)(reply)?;
-    serde_json::to_string(&value).ok()
+    serde_json::to_string(&(client.adapter().render)(reply)?).ok()
 }
 
 /// A tool's arguments as an object (a JSON string, as Copilot CLI sends, decoded); else `Null`.
 fn args_object(input: &Value) -> Value {
     match input {
-        Value::String(s) => payload::read(s.as_bytes())
-            .map(|p| p.value)
-            .unwrap_or(Value::Null),
+        Value::String(s) => payload::read(s.as_bytes()).map_or(Value::Null, |p| p.value),
         v => v.clone(),
     }
 }

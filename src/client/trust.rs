@@ -64,11 +64,11 @@ fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
 }
 
 fn missing(path: &Path) -> Trust {
-    let why = format!(
-        "{} does not exist: no folder is trusted yet",
-        path.display()
-    );
-    Trust::new(No, why)
+    let path = path.display();
+    Trust::new(
+        No,
+        format!("{path} does not exist: no folder is trusted yet"),
+    )
 }
 
 fn untrusted(path: &Path) -> Trust {
@@ -133,16 +133,13 @@ pub fn codex(root: &Path) -> Verdict {
     }
     let keys = codex_hook_keys(root);
     let state = doc.get("hooks").and_then(|h| h.get("state"));
-    let trusted = keys
-        .iter()
-        .filter_map(|k| state?.get(k.as_str()))
-        .filter(|s| {
-            s.get("trusted_hash")
-                .and_then(|h| h.as_str())
-                .is_some_and(|h| !h.is_empty())
-                && s.get("enabled").and_then(|e| e.as_bool()) != Some(false)
-        })
-        .count();
+    let reviewed = |s: &&toml_edit::Item| {
+        let hash = s.get("trusted_hash").and_then(|h| h.as_str());
+        hash.is_some_and(|h| !h.is_empty())
+            && s.get("enabled").and_then(|e| e.as_bool()) != Some(false)
+    };
+    let states = keys.iter().filter_map(|k| state?.get(k.as_str()));
+    let trusted = states.filter(reviewed).count();
     let (config, all) = (path.display(), keys.len());
     Ok(if trusted == all {
         let why = format!(
@@ -167,17 +164,13 @@ fn codex_hook_keys(root: &Path) -> Vec<String> {
         // `PreToolUse` → `pre_tool_use`.
         let mut snake = String::new();
         for (i, c) in event.chars().enumerate() {
-            if c.is_ascii_uppercase() && i > 0 {
-                snake.push('_');
-            }
+            snake.extend((i > 0 && c.is_ascii_uppercase()).then_some('_'));
             snake.push(c.to_ascii_lowercase());
         }
         for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
             for (h, hook) in group["hooks"].as_array().into_iter().flatten().enumerate() {
-                if hook["command"]
-                    .as_str()
-                    .is_some_and(|c| c.trim().starts_with("coord hook codex"))
-                {
+                let command = hook["command"].as_str().unwrap_or_default();
+                if command.trim().starts_with("coord hook codex") {
                     keys.push(format!("{}:{snake}:{g}:{h}", file.display()));
                 }
             }
