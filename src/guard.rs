@@ -243,10 +243,8 @@ pub fn tracked(dir: &Path) -> Result<Vec<String>> {
 
 /// The staged paths (old and new names of renames), relative to the top folder.
 pub fn staged(dir: &Path) -> Result<Vec<String>> {
-    git_names(
-        dir,
-        &["diff", "--cached", "--name-only", "--no-renames", "-z"],
-    )
+    let args = ["diff", "--cached", "--name-only", "--no-renames", "-z"];
+    git_names(dir, &args)
 }
 
 /// The paths with changes not staged (tracked files; untracked ones too when `untracked`),

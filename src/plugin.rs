@@ -38,8 +38,7 @@ pub fn current_binary() -> Result<String> {
 fn command(coord: &str, init_command: &str) -> String {
     let rest = init_command
         .strip_prefix(COORD)
-        .map(str::trim_start)
-        .unwrap_or(init_command);
+        .map_or(init_command, str::trim_start);
     format!("exec {} {rest} {FLAG}", crate::shell::arg(coord))
 }
 
@@ -79,7 +78,6 @@ fn skill() -> String {
 /// A JS plugin `coord init` writes (`template`, for `client`) as the user-level plugin runs it:
 /// the absolute `coord` with `--plugin`, `const INSTRUCTIONS` and `const MCP` filled in.
 pub fn script(template: &str, client: &str, coord: &str, mcp: Option<&Value>) -> String {
-    let mut text = template.to_string();
     let edits = [
         (
             format!(
@@ -106,10 +104,8 @@ pub fn script(template: &str, client: &str, coord: &str, mcp: Option<&Value>) ->
             format!("const MCP = {};", json!(mcp)),
         ),
     ];
-    for (from, to) in edits {
-        text = text.replacen(&from, &to, 1);
-    }
-    text
+    let edit = |text: String, (from, to): (String, String)| text.replacen(&from, &to, 1);
+    edits.into_iter().fold(template.to_string(), edit)
 }
 
 /// The plugin's name, version and description, then the keys of each of `extra`, in order.

@@ -1,4 +1,4 @@
-//! Edits the edit tools did not make (contract §8, issue 27): a shell command (`sed -i`, a
+//! Edits the edit tools did not make (contract §8): a shell command (`sed -i`, a
 //! generator, `git checkout`) changes files without going through a client's edit hook, so no
 //! lock is asked for. coord notices afterwards: when a shell tool call starts (the client's
 //! pre-tool hook) it records the time and the stat data of every file another agent holds

@@ -91,10 +91,8 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     }
     if yes {
         let what = "a backup or refused write (--yes)";
-        let kept = leaving.kept.drain(..);
-        leaving
-            .removed
-            .extend(kept.map(|k| Gone { path: k.path, what }));
+        let kept = leaving.kept.drain(..).map(|k| Gone { path: k.path, what });
+        leaving.removed.extend(kept);
     }
     leaving.removed.sort_by_key(|g| g.what == STATE);
 
@@ -298,12 +296,8 @@ fn refuse_live_locks(
             let a_lock = |r: &Record| r.get("locked_at").is_some() || r.get("token").is_some();
             group.retain(|e| e.record.as_ref().is_some_and(a_lock));
             lock::classify(root, &mut group, &mut cache, &now);
-            live.extend(
-                group
-                    .into_iter()
-                    .filter(others)
-                    .map(|e| (e, root.as_path())),
-            );
+            let group = group.into_iter().filter(others);
+            live.extend(group.map(|e| (e, root.as_path())));
         }
     }
     for top in tops {
