@@ -48,11 +48,7 @@ fn read_config(path: &Path, comments: bool, missing: Trust) -> Result<Value, Tru
         if !comments {
             return serde_json::from_str(text).map_err(|e| e.to_string());
         }
-        let opts = jsonc_parser::ParseOptions {
-            allow_comments: true,
-            ..Default::default()
-        };
-        jsonc_parser::cst::CstRootNode::parse(text, &opts)
+        jsonc_parser::cst::CstRootNode::parse(text, &Default::default())
             .map_err(|e| e.to_string())
             .and_then(|root| root.to_serde_value().ok_or_else(|| "empty".to_string()))
     })

@@ -41,18 +41,16 @@ pub fn handle(
     match call.kind {
         Kind::BeforeTool => match (&call.files, &call.shell) {
             (Some(files), _) => {
-                // A file in a folder not made yet cannot be locked, but a claim may hold it.
-                let unmade = targets(ws, cwd, files, true);
-                if let Some(deny) = deny_seen(ws, agent, &unmade, wait, None) {
-                    return Ok(deny);
-                }
+                let seen = |t: &[Target]| deny_seen(ws, agent, t, wait, None);
                 let made = targets(ws, cwd, files, false);
-                // A file with other names (hard links) is one file under each: an edit through
-                // one name writes what another agent holds under another.
-                if let Some(deny) = deny_seen(ws, agent, &linked_names(ws, &made), wait, None) {
-                    return Ok(deny);
+                // A file in a folder not made yet cannot be locked, but a claim may hold it. A
+                // file with other names (hard links) is one file under each: an edit through one
+                // name writes what another agent holds under another.
+                let unmade = targets(ws, cwd, files, true);
+                match seen(&unmade).or_else(|| seen(&linked_names(ws, &made))) {
+                    Some(deny) => Ok(deny),
+                    None => before_edit(ws, agent, call, &made, wait, owner),
                 }
-                before_edit(ws, agent, call, &made, wait, owner)
             }
             (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
             (None, None) => heartbeat(ws, agent, true).map(|()| Reply::Allow),
