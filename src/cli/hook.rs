@@ -136,7 +136,7 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     }
     // A session coord cannot name: judged on the files it names, nothing written.
     let Some(agent) = agent else {
-        return match act::judge_nameless(&ws, &call, &cwd) {
+        return match act::judge_untaken(&ws, None, &call, &cwd) {
             Some(deny) => {
                 warn(client, nameless);
                 Ok(deny)
@@ -149,7 +149,7 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
         let warning = format!(
             "the hook payload is not JSON ({why}); read as far as it goes, nothing written"
         );
-        return match act::judge_unread(&ws, &agent, &call, &cwd) {
+        return match act::judge_untaken(&ws, Some(&agent), &call, &cwd) {
             Some(deny) => {
                 warn(client, &warning);
                 Ok(deny)

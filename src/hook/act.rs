@@ -118,41 +118,36 @@ fn targets(ws: &Workspace, cwd: &Path, files: &[String], unmade: bool) -> Vec<Ta
         .collect()
 }
 
-/// A payload read only in part ([`HookCall::fault`]): nothing is written for it, but an edit it
-/// names of a file another agent holds is denied all the same. `None`: no such file.
-pub fn judge_unread(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path) -> Option<Reply> {
-    let why = call.fault.as_deref()?;
-    let why = format!("coord could read this request only in part, and took no lock: {why}");
-    judge_untaken(ws, agent, call, cwd, &why)
-}
-
-/// A call from a session coord cannot name (no usable `session_id`, no agent given): nothing is
-/// written for it, but an edit it names of a file an agent holds is denied all the same, since
-/// that holder cannot be this session. `None`: no such file.
-pub fn judge_nameless(ws: &Workspace, call: &HookCall, cwd: &Path) -> Option<Reply> {
-    // No session is named so (`claude-`: a session's agent has letters of its id after the
-    // dash), so every holder counts as another.
-    let nobody = AgentId::parse(&format!("{}-", call.client.as_str())).ok()?;
-    let why = "coord cannot tell which session this is, and took no lock";
-    judge_untaken(ws, &nobody, call, cwd, why)
-}
-
-/// The edit `call` names, judged without taking a lock: denied when another agent holds one of
-/// its files (saying `why`).
-fn judge_untaken(
+/// A call judged without writing anything: a payload read only in part ([`HookCall::fault`]),
+/// or (`agent` is `None`) one from a session coord cannot name (no usable `session_id`, no
+/// agent given), whose holders all count as others. An edit it names of a file another agent
+/// holds is denied all the same; `None`: no such file.
+pub fn judge_untaken(
     ws: &Workspace,
-    agent: &AgentId,
+    agent: Option<&AgentId>,
     call: &HookCall,
     cwd: &Path,
-    why: &str,
 ) -> Option<Reply> {
-    if call.kind != Kind::BeforeTool {
-        return None;
-    }
-    let files = call.files.as_ref()?;
+    let files = call
+        .files
+        .as_ref()
+        .filter(|_| call.kind == Kind::BeforeTool)?;
+    let (agent, why) = match (agent, call.fault.as_deref()) {
+        (Some(agent), Some(why)) => (
+            agent.clone(),
+            format!("coord could read this request only in part, and took no lock: {why}"),
+        ),
+        (Some(_), None) => return None,
+        // No session is named so (`claude-`: a session's agent has letters of its id after the
+        // dash).
+        (None, _) => (
+            AgentId::parse(&format!("{}-", call.client.as_str())).ok()?,
+            "coord cannot tell which session this is, and took no lock".to_string(),
+        ),
+    };
     let mut all = targets(ws, cwd, files, false);
     all.extend(targets(ws, cwd, files, true));
-    deny_seen(ws, agent, &all, Duration::ZERO, Some(why))
+    deny_seen(ws, &agent, &all, Duration::ZERO, Some(&why))
 }
 
 /// How recent a heartbeat or a lock renewal must be for a hook to leave it as it is: far below
