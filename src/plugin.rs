@@ -45,7 +45,6 @@ fn command(coord: &str, init_command: &str) -> String {
 /// One file of a plugin: its path in the client's folder, and its bytes.
 type File = (&'static str, Vec<u8>);
 
-/// A JSON file, pretty-printed with a final newline.
 fn json_file(rel: &'static str, value: &Value) -> File {
     (rel, init::pretty_json(value))
 }

@@ -21,7 +21,6 @@ use crate::layout;
 use crate::lock;
 use crate::workspace::{AgentId, Workspace};
 
-/// The largest start record read.
 const RECORD_CAP: u64 = 4 * 1024 * 1024;
 
 /// What [`start`] records: each file others held (`None`: it did not exist).

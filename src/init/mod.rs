@@ -292,7 +292,6 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
     Ok(())
 }
 
-/// One registration of `cmd` in `style`.
 fn hook_entry(style: HookStyle, matcher: Option<&str>, cmd: &str) -> Value {
     match style {
         HookStyle::Claude { named } => {
