@@ -26,10 +26,8 @@ pub fn shell_call(tool: &str, name: &str, input: &Value, dir_key: Option<&str>) 
         Value::Array(words) => words.last()?.as_str()?.to_string(),
         _ => return None,
     };
-    Some(Shell {
-        command,
-        dir: dir_key.and_then(|k| str_field(&args, &[k])),
-    })
+    let dir = dir_key.and_then(|k| str_field(&args, &[k]));
+    Some(Shell { command, dir })
 }
 
 /// How an edit tool names the files it writes: the first string under one of the keys (`Path`;
