@@ -1,14 +1,12 @@
 //! Who a coord process acts as when neither `-a` nor `COORD_AGENT` says: the agent of the
-//! client session it runs in. One client session is one agent, whichever door coord is entered
-//! by: the client's hooks, the `coord mcp` server the client started, and every `coord` the
-//! agent runs through its shell tool (`git commit` and its guard included).
+//! client session it runs in, whichever door coord is entered by (the client's hooks, its
+//! `coord mcp` server, every `coord` its shell tool runs, `git commit` and its guard included).
 //!
 //! Two signals: the process tree (every hook call registers its client process, pid and start
 //! time, under `.coord/sessions/`; a later coord takes its nearest registered live ancestor) and
 //! the client's session variables ([`SESSION_VARS`]), for before the first hook or a sandboxed
-//! shell in its own pid namespace. The tree wins: it is the nearest client, and it follows a new
-//! session in the same process (Claude Code's `/clear`). Resolving never writes: only
-//! [`register`] and [`end`] (hooks) do.
+//! shell in its own pid namespace. The tree wins: it follows a new session in the same process
+//! (Claude Code's `/clear`). Resolving never writes: only [`register`] and [`end`] (hooks) do.
 
 use std::path::{Path, PathBuf};
 

@@ -1,9 +1,7 @@
-//! Edits the edit tools did not make (contract §8): a shell command (`sed -i`, a
-//! generator, `git checkout`) changes files without going through a client's edit hook, so no
-//! lock is asked for. coord notices afterwards: when a shell tool call starts (the client's
-//! pre-tool hook) it records the time and the stat data of every file another agent holds
-//! ([`start`]); when the call has run (the post-tool hook) it looks at those files again
-//! ([`changed`]) and tells the agent at once which of them its command changed.
+//! Edits the edit tools did not make (contract §8): a shell command (`sed -i`, `git checkout`)
+//! changes files without a client's edit hook, so no lock is asked for. When a shell tool call
+//! starts, [`start`] records the time and the stat data of every file another agent holds; when
+//! it has run, [`changed`] looks at them again, and the agent is told which its command changed.
 //!
 //! A file counts as changed when its inode, size, mtime or ctime differ from the start; one
 //! locked while the command ran, when its ctime is not older than the start (the record's own

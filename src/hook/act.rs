@@ -138,8 +138,7 @@ pub fn judge_untaken(
             format!("coord could read this request only in part, and took no lock: {why}"),
         ),
         (Some(_), None) => return None,
-        // No session is named so (`claude-`: a session's agent has letters of its id after the
-        // dash).
+        // No session's agent is `claude-` (it has letters of its id after the dash).
         (None, _) => (
             AgentId::parse(&format!("{}-", call.client.as_str())).ok()?,
             "coord cannot tell which session this is, and took no lock".to_string(),
