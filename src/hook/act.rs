@@ -318,17 +318,14 @@ fn request(
     backup: bool,
     owner: Option<&Owner>,
 ) -> LockRequest {
+    let tool = call.tool.as_deref().unwrap_or("an edit");
     LockRequest {
         agent: agent.clone(),
         targets,
         wait: Wait::For(wait),
         ttl: DEFAULT_TTL,
         backup,
-        reason: Some(format!(
-            "{} in {}",
-            call.tool.as_deref().unwrap_or("an edit"),
-            call.client.adapter().product
-        )),
+        reason: Some(format!("{tool} in {}", call.client.adapter().product)),
         owner: owner.cloned(),
         claims: Vec::new(),
     }
@@ -395,18 +392,15 @@ fn deny_reason(
         ),
         _ => return None,
     };
-    let waiting = targets
-        .iter()
-        .find(|t| t.rel == file)
-        .map(|t| {
-            // Only for a count: not worth waiting for a mutex held long.
-            let _mutex = ws.lock_mutex_within(Duration::from_millis(100)).ok();
-            queue::live_tickets(ws.root(), t, None)
-                .into_iter()
-                .filter(|a| !a.agent.eq_ignore_ascii_case(agent.id()))
-                .count()
-        })
-        .unwrap_or(0);
+    let target = targets.iter().find(|t| t.rel == file);
+    let waiting = target.map_or(0, |t| {
+        // Only for a count: not worth waiting for a mutex held long.
+        let _mutex = ws.lock_mutex_within(Duration::from_millis(100)).ok();
+        let tickets = queue::live_tickets(ws.root(), t, None).into_iter();
+        tickets
+            .filter(|a| !a.agent.eq_ignore_ascii_case(agent.id()))
+            .count()
+    });
     let place = match waiting {
         0 => "no one else waits for it: you are next in the queue".to_string(),
         1 => "1 other agent waits for it: you are 2nd in the queue".to_string(),
@@ -415,7 +409,7 @@ fn deny_reason(
             n + 1
         ),
     };
-    let released = released_when(ws, targets.iter().find(|t| t.rel == file), &ask);
+    let released = released_when(ws, target, &ask);
     // A holder in another clone is out of reach of `coord msg`: its person is.
     let ask_them = match crate::error::remote_holder(&ask) {
         Some(them) => format!("or ask whoever runs {them} to release it"),
