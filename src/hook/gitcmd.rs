@@ -31,9 +31,7 @@ pub fn calls(command: &str) -> Vec<GitCall> {
     for words in commands(command) {
         let mut w = words.iter().map(String::as_str).peekable();
         // Leading `VAR=value` assignments.
-        while w.peek().is_some_and(|s| is_assignment(s)) {
-            w.next();
-        }
+        while w.next_if(|s| is_assignment(s)).is_some() {}
         let Some(first) = w.next() else { continue };
         if first == "cd" {
             match w.next() {
