@@ -256,9 +256,7 @@ pub fn write(dir: &Path, clients: &[Client], coord: &str) -> Result<Vec<Written>
         };
         for (rel, content) in &files {
             let path = folder.join(rel);
-            if let Some(parent) = path.parent() {
-                fsutil::ensure_dir(parent)?;
-            }
+            fsutil::ensure_dir(fsutil::parent_of(&path))?;
             fsutil::replace_durable(&path, content)?;
         }
         out.push(written);

@@ -64,9 +64,7 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
     if fsutil::touch_if_same(&path, &bytes) {
         return Ok(());
     }
-    if let Some(dir) = path.parent() {
-        fsutil::ensure_dir(dir)?;
-    }
+    fsutil::ensure_dir(fsutil::parent_of(&path))?;
     fsutil::replace(&path, &bytes)
 }
 
