@@ -73,12 +73,10 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
 /// or with claims that cannot be read (the start warned of them), nothing is known to have changed.
 pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<(&'static str, Held)> {
     let path = layout::shell_start(&crate::worktree::shared_root(ws.root()), agent.id());
-    let Ok((bytes, Some(started))) = fsutil::read_capped_with_mtime(&path, RECORD_CAP) else {
-        return Vec::new();
+    let (bytes, started) = match fsutil::read_capped_with_mtime(&path, RECORD_CAP) {
+        Ok((bytes, Some(at))) if at != std::time::UNIX_EPOCH => (bytes, at),
+        _ => return Vec::new(),
     };
-    if started == std::time::UNIX_EPOCH {
-        return Vec::new();
-    }
     if fsutil::set_mtime_epoch(&path).is_err() {
         let _ = fsutil::remove(&path);
     }

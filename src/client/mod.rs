@@ -132,7 +132,7 @@ impl McpStyle {
 }
 
 /// One file `coord init` writes for a client: JSON (file, with comments, hooks, MCP server),
-/// Codex's TOML config, or a plugin file written whole (file, content), known by [`MARKER`].
+/// Codex's TOML config, or a plugin file written whole (file, content) holding [`MARKER`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wire {
     Json(&'static str, bool, Option<HookStyle>, Option<McpStyle>),
@@ -552,9 +552,8 @@ const COPILOT: Adapter = Adapter {
         ("sessionStart", Kind::SessionStart, Hook::Every),
         ("preToolUse", Kind::BeforeTool, Hook::Every),
         ("postToolUse", Kind::AfterTool, Hook::Every),
-        // The user's prompt: the session's label, and its user answered. (Its `notification`
-        // also fires for a finished shell command, so it cannot say that the user is awaited:
-        // not registered, but understood when a user registers it.)
+        // The user's prompt: the session's label, and its user answered. Its `notification` also
+        // fires after a shell command, so it cannot say the user is awaited: not registered.
         ("userPromptSubmitted", Kind::Prompt, Hook::Every),
         ("notification", Kind::Notification, Hook::No),
         ("permissionRequest", Kind::Permission, Hook::No),

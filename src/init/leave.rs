@@ -172,10 +172,9 @@ fn walk(
     found: &mut Leaving,
     locks: &mut Vec<(PathBuf, PathBuf)>,
 ) {
-    let Ok(names) = fsutil::list_names(dir) else {
+    let Ok(mut names) = fsutil::list_names(dir) else {
         return;
     };
-    let mut names: Vec<_> = names.into_iter().collect();
     names.sort();
     for name in names {
         let path = dir.join(&name);
