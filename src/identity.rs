@@ -175,11 +175,8 @@ pub fn runs_in() -> Option<crate::lock::ClientSession> {
 fn this_host(root: &Path) -> Vec<(PathBuf, Session)> {
     let tag = host::host_tag();
     let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
-    let Ok(entries) = fsutil::read_dir(&dir) else {
-        return Vec::new();
-    };
+    let entries = fsutil::read_dir(&dir).into_iter().flatten().flatten();
     entries
-        .flatten()
         .filter(|e| {
             e.file_name()
                 .to_str()

@@ -84,11 +84,6 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     }
     refuse_live_locks(&tops, &locks, me)?;
 
-    for top in &tops {
-        let removal = plan_removal(top, Client::ALL)?;
-        let root = top.display().to_string();
-        leaving.trees.push(TreeWiring { root, removal });
-    }
     if yes {
         let what = "a backup or refused write (--yes)";
         let kept = leaving.kept.drain(..).map(|k| Gone { path: k.path, what });
@@ -96,8 +91,11 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     }
     leaving.removed.sort_by_key(|g| g.what == STATE);
 
-    // The guard's hooks, in each folder git takes them from (one for most repositories).
     for top in &tops {
+        let removal = plan_removal(top, Client::ALL)?;
+        let root = top.display().to_string();
+        leaving.trees.push(TreeWiring { root, removal });
+        // The guard's hooks, in each folder git takes them from (one for most repositories).
         if let Ok(dir) = guard::hooks_dir(top)
             && !leaving.hooks_dirs.contains(&dir)
         {
