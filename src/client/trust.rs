@@ -152,9 +152,7 @@ pub fn codex(root: &Path) -> Verdict {
 /// `.codex/hooks.json`: `/abs/.codex/hooks.json:pre_tool_use:GROUP:HOOK`.
 fn codex_hook_keys(root: &Path) -> Vec<String> {
     let file = root.join(".codex/hooks.json");
-    let Ok(doc) = read_config(&file, false, missing(&file)) else {
-        return Vec::new();
-    };
+    let doc = read_config(&file, false, missing(&file)).unwrap_or_default();
     let mut keys = Vec::new();
     for (event, groups) in doc["hooks"].as_object().into_iter().flatten() {
         // `PreToolUse` → `pre_tool_use`.

@@ -47,11 +47,7 @@ pub fn calls(command: &str) -> Vec<GitCall> {
         let mut sub = None;
         while let Some(word) = w.next() {
             match word {
-                "-C" => {
-                    if let Some(d) = w.next() {
-                        here.push(d.to_string());
-                    }
-                }
+                "-C" => here.extend(w.next().map(str::to_string)),
                 "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => {
                     w.next();
                 }
