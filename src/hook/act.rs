@@ -272,15 +272,14 @@ fn before_shell(
             }
         }
     }
-    if refused.is_empty() {
+    let Some((_, first)) = refused.first() else {
         return Ok(Reply::Allow);
-    }
+    };
     let now = clock::now();
     let list: Vec<String> = refused
         .iter()
         .map(|(what, h)| format!("it {what} `{}`, {}", h.file, h.locked_by(&now)))
         .collect();
-    let first = &refused[0].1;
     Ok(Reply::Deny(format!(
         "coord: the git guard refuses this command: {}. Do not commit or push a file another agent holds: leave it out (`git restore --staged {}`), or wait until it is released (`coord status` shows who and since when), or ask with `coord -a {} msg send {} \"...\"`.",
         list.join("; "),
