@@ -289,12 +289,10 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
     if repository.is_none() && !set_up {
         return Gate::Elsewhere;
     }
-    if let Some(c) = client
-        && c.adapter().wired(root)
-    {
-        return Gate::Wired;
+    match client {
+        Some(c) if c.adapter().wired(root) => Gate::Wired,
+        _ => Gate::Go,
     }
-    Gate::Go
 }
 
 #[cfg(test)]

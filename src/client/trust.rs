@@ -257,13 +257,12 @@ pub fn gemini(root: &Path) -> Verdict {
     let best = rules
         .iter()
         .min_by_key(|(rule, _)| std::cmp::Reverse(rule.len()));
+    let file = path.display();
     Ok(match best.map(|(rule, level)| (rule, level.as_str())) {
         Some((rule, "TRUST_FOLDER" | "TRUST_PARENT")) => {
-            Trust::new(Yes, format!("{} trusts {rule}", path.display()))
+            Trust::new(Yes, format!("{file} trusts {rule}"))
         }
-        Some((rule, level)) => {
-            Trust::new(No, format!("{} says {level} for {rule}", path.display()))
-        }
+        Some((rule, level)) => Trust::new(No, format!("{file} says {level} for {rule}")),
         None => untrusted(&path),
     })
 }
