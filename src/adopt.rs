@@ -79,20 +79,18 @@ fn exclude(repository: &Path) -> Option<()> {
 /// The git folders of the submodules of the repository at `common`, at any depth below its
 /// `modules/` and each linked worktree's (a name may hold slashes; submodules nest).
 pub(crate) fn submodules(common: &Path) -> Vec<PathBuf> {
+    let worktrees = fsutil::read_dir(common.join("worktrees"))
+        .into_iter()
+        .flatten();
     let mut todo = vec![common.join("modules")];
-    if let Ok(entries) = fsutil::read_dir(common.join("worktrees")) {
-        todo.extend(entries.flatten().map(|e| e.path().join("modules")));
-    }
+    todo.extend(worktrees.flatten().map(|e| e.path().join("modules")));
     let mut found = Vec::new();
     let mut looked = 0;
     while looked < MODULE_FOLDERS
         && let Some(dir) = todo.pop()
     {
         looked += 1;
-        let Ok(entries) = fsutil::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
+        for entry in fsutil::read_dir(&dir).into_iter().flatten().flatten() {
             if !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }

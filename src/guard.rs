@@ -19,7 +19,6 @@ use crate::workspace::{AgentId, Workspace};
 /// The line that marks a hook script as coord's.
 pub const MARKER: &str = "# coord guard:";
 
-/// The git hooks the guard installs.
 const HOOKS: [&str; 2] = ["pre-commit", "pre-push"];
 
 /// The suffix an existing hook is renamed with; coord's hook runs it after its own check.
@@ -56,7 +55,6 @@ impl Held {
 /// How long a push's check waits for the remote's claims before it judges by the last read.
 pub const REMOTE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Run git in `dir` and return its stdout.
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>> {
     let shown = args.join(" ");
     let failed = |message| Error::Failed { message };
@@ -110,8 +108,7 @@ pub struct Installed {
 pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
     let hooks = hooks_dir(dir)?;
     fsutil::ensure_dir(&hooks)?;
-    let mut out = Vec::new();
-    for name in HOOKS {
+    let install = |name: &str| {
         let path = hooks.join(name);
         let script = script(name, coord);
         let mut chained = None;
@@ -140,14 +137,14 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
             fsutil::replace_durable(&path, script.as_bytes())?;
             fsutil::make_executable(&path)?;
         }
-        out.push(Installed {
+        Ok(Installed {
             hook: name.into(),
             path: path.display().to_string(),
             outcome,
             chained,
-        });
-    }
-    Ok(out)
+        })
+    };
+    HOOKS.into_iter().map(install).collect()
 }
 
 /// What `uninstall` did with one hook.
@@ -165,8 +162,7 @@ pub struct Uninstalled {
 /// Remove coord's hooks from `hooks` ([`hooks_dir`]), putting back a hook `install` chained; a
 /// hook that is not coord's is left alone. With `dry_run`, only say what it would do.
 pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
-    let mut out = Vec::new();
-    for name in HOOKS {
+    let uninstall = |name: &str| {
         let path = hooks.join(name);
         let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
         let ours = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
@@ -184,13 +180,13 @@ pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
             "removed" if !dry_run => _ = fsutil::remove(&path)?,
             _ => {}
         }
-        out.push(Uninstalled {
+        Ok(Uninstalled {
             hook: name.into(),
             path: path.display().to_string(),
             outcome,
-        });
-    }
-    Ok(out)
+        })
+    };
+    HOOKS.into_iter().map(uninstall).collect()
 }
 
 /// The hook script: coord's check, then the chained hook with the same arguments and input.
@@ -243,10 +239,8 @@ pub fn tracked(dir: &Path) -> Result<Vec<String>> {
 
 /// The staged paths (old and new names of renames), relative to the top folder.
 pub fn staged(dir: &Path) -> Result<Vec<String>> {
-    git_names(
-        dir,
-        &["diff", "--cached", "--name-only", "--no-renames", "-z"],
-    )
+    let args = ["diff", "--cached", "--name-only", "--no-renames", "-z"];
+    git_names(dir, &args)
 }
 
 /// The paths with changes not staged (tracked files; untracked ones too when `untracked`),

@@ -38,15 +38,13 @@ pub fn current_binary() -> Result<String> {
 fn command(coord: &str, init_command: &str) -> String {
     let rest = init_command
         .strip_prefix(COORD)
-        .map(str::trim_start)
-        .unwrap_or(init_command);
+        .map_or(init_command, str::trim_start);
     format!("exec {} {rest} {FLAG}", crate::shell::arg(coord))
 }
 
 /// One file of a plugin: its path in the client's folder, and its bytes.
 type File = (&'static str, Vec<u8>);
 
-/// A JSON file, pretty-printed with a final newline.
 fn json_file(rel: &'static str, value: &Value) -> File {
     (rel, init::pretty_json(value))
 }
@@ -79,7 +77,6 @@ fn skill() -> String {
 /// A JS plugin `coord init` writes (`template`, for `client`) as the user-level plugin runs it:
 /// the absolute `coord` with `--plugin`, `const INSTRUCTIONS` and `const MCP` filled in.
 pub fn script(template: &str, client: &str, coord: &str, mcp: Option<&Value>) -> String {
-    let mut text = template.to_string();
     let edits = [
         (
             format!(
@@ -106,10 +103,8 @@ pub fn script(template: &str, client: &str, coord: &str, mcp: Option<&Value>) ->
             format!("const MCP = {};", json!(mcp)),
         ),
     ];
-    for (from, to) in edits {
-        text = text.replacen(&from, &to, 1);
-    }
-    text
+    let edit = |text: String, (from, to): (String, String)| text.replacen(&from, &to, 1);
+    edits.into_iter().fold(template.to_string(), edit)
 }
 
 /// The plugin's name, version and description, then the keys of each of `extra`, in order.
@@ -261,9 +256,7 @@ pub fn write(dir: &Path, clients: &[Client], coord: &str) -> Result<Vec<Written>
         };
         for (rel, content) in &files {
             let path = folder.join(rel);
-            if let Some(parent) = path.parent() {
-                fsutil::ensure_dir(parent)?;
-            }
+            fsutil::ensure_dir(fsutil::parent_of(&path))?;
             fsutil::replace_durable(&path, content)?;
         }
         out.push(written);
@@ -296,12 +289,10 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
     if repository.is_none() && !set_up {
         return Gate::Elsewhere;
     }
-    if let Some(c) = client
-        && c.adapter().wired(root)
-    {
-        return Gate::Wired;
+    match client {
+        Some(c) if c.adapter().wired(root) => Gate::Wired,
+        _ => Gate::Go,
     }
-    Gate::Go
 }
 
 #[cfg(test)]

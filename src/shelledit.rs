@@ -1,9 +1,7 @@
-//! Edits the edit tools did not make (contract §8, issue 27): a shell command (`sed -i`, a
-//! generator, `git checkout`) changes files without going through a client's edit hook, so no
-//! lock is asked for. coord notices afterwards: when a shell tool call starts (the client's
-//! pre-tool hook) it records the time and the stat data of every file another agent holds
-//! ([`start`]); when the call has run (the post-tool hook) it looks at those files again
-//! ([`changed`]) and tells the agent at once which of them its command changed.
+//! Edits the edit tools did not make (contract §8): a shell command (`sed -i`, `git checkout`)
+//! changes files without a client's edit hook, so no lock is asked for. When a shell tool call
+//! starts, [`start`] records the time and the stat data of every file another agent holds; when
+//! it has run, [`changed`] looks at them again, and the agent is told which its command changed.
 //!
 //! A file counts as changed when its inode, size, mtime or ctime differ from the start; one
 //! locked while the command ran, when its ctime is not older than the start (the record's own
@@ -21,7 +19,6 @@ use crate::layout;
 use crate::lock;
 use crate::workspace::{AgentId, Workspace};
 
-/// The largest start record read.
 const RECORD_CAP: u64 = 4 * 1024 * 1024;
 
 /// What [`start`] records: each file others held (`None`: it did not exist).
@@ -67,9 +64,7 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
     if fsutil::touch_if_same(&path, &bytes) {
         return Ok(());
     }
-    if let Some(dir) = path.parent() {
-        fsutil::ensure_dir(dir)?;
-    }
+    fsutil::ensure_dir(fsutil::parent_of(&path))?;
     fsutil::replace(&path, &bytes)
 }
 
@@ -78,12 +73,10 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
 /// or with claims that cannot be read (the start warned of them), nothing is known to have changed.
 pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<(&'static str, Held)> {
     let path = layout::shell_start(&crate::worktree::shared_root(ws.root()), agent.id());
-    let Ok((bytes, Some(started))) = fsutil::read_capped_with_mtime(&path, RECORD_CAP) else {
-        return Vec::new();
+    let (bytes, started) = match fsutil::read_capped_with_mtime(&path, RECORD_CAP) {
+        Ok((bytes, Some(at))) if at != std::time::UNIX_EPOCH => (bytes, at),
+        _ => return Vec::new(),
     };
-    if started == std::time::UNIX_EPOCH {
-        return Vec::new();
-    }
     if fsutil::set_mtime_epoch(&path).is_err() {
         let _ = fsutil::remove(&path);
     }

@@ -127,13 +127,13 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     // A session coord cannot name, or a payload read only in part: judged on the files it
     // names, nothing written.
     let Some(agent) = agent else {
-        return judged(client, act::judge_nameless(&ws, &call, &cwd), nameless, "");
+        return judged(client, act::judge_untaken(&ws, None, &call, &cwd), nameless, "");
     };
     if let Some(why) = &call.fault {
         let warning = format!(
             "the hook payload is not JSON ({why}); read as far as it goes, nothing written"
         );
-        let deny = act::judge_unread(&ws, &agent, &call, &cwd);
+        let deny = act::judge_untaken(&ws, Some(&agent), &call, &cwd);
         return judged(client, deny, &warning, " (the tool call is allowed)");
     }
     // The session's agent: every later coord below the client process acts as it, and the

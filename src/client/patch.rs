@@ -33,24 +33,26 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn every_header_kind_is_read() {
-        let patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Update File: b.rs\n*** Move to: c.rs\n@@\n-x\n+y\n*** Delete File: d.md\n*** End Patch\n";
-        let got: Vec<&str> = headers(patch).collect();
-        assert_eq!(got, ["a.txt", "b.rs", "c.rs", "d.md"]);
-    }
-
-    #[test]
-    fn added_text_that_looks_like_a_header_is_content() {
-        let patch = "*** Begin Patch\n*** Add File: a.txt\n+*** Delete File: b.txt\n *** Update File: c.txt\n*** End Patch";
-        // The context line ` *** Update File: c.txt` starts with a blank: hunk context, but
-        // leading blanks are tolerated for headers, so it counts; the `+` line never does.
-        assert_eq!(paths(patch), vec!["a.txt".to_string(), "c.txt".to_string()]);
-    }
-
-    #[test]
-    fn crlf_and_padding_are_trimmed() {
-        let patch = "*** Begin Patch\r\n*** Update File:   odd name [1].txt  \r\n*** End Patch\r\n";
-        assert_eq!(paths(patch), vec!["odd name [1].txt".to_string()]);
+    fn every_header_names_a_path() {
+        for (patch, want) in [
+            (
+                "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Update File: b.rs\n*** Move to: c.rs\n@@\n-x\n+y\n*** Delete File: d.md\n*** End Patch\n",
+                &["a.txt", "b.rs", "c.rs", "d.md"][..],
+            ),
+            // The context line ` *** Update File: c.txt` starts with a blank: hunk context, but
+            // leading blanks are tolerated for headers, so it counts; the `+` line never does.
+            (
+                "*** Begin Patch\n*** Add File: a.txt\n+*** Delete File: b.txt\n *** Update File: c.txt\n*** End Patch",
+                &["a.txt", "c.txt"],
+            ),
+            // CRLF and padding are trimmed.
+            (
+                "*** Begin Patch\r\n*** Update File:   odd name [1].txt  \r\n*** End Patch\r\n",
+                &["odd name [1].txt"],
+            ),
+        ] {
+            assert_eq!(paths(patch), want, "{patch:?}");
+        }
     }
 
     /// A patch naming a hundred thousand files (a few MiB, far below the payload cap) is read

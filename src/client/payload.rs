@@ -44,7 +44,6 @@ pub fn read(bytes: &[u8]) -> Result<Payload, String> {
     Ok(Payload { value, fault })
 }
 
-/// A JSON reader that keeps what it can (see the module doc).
 struct Reader<'a> {
     b: &'a [u8],
     i: usize,

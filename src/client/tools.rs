@@ -26,10 +26,8 @@ pub fn shell_call(tool: &str, name: &str, input: &Value, dir_key: Option<&str>) 
         Value::Array(words) => words.last()?.as_str()?.to_string(),
         _ => return None,
     };
-    Some(Shell {
-        command,
-        dir: dir_key.and_then(|k| str_field(&args, &[k])),
-    })
+    let dir = dir_key.and_then(|k| str_field(&args, &[k]));
+    Some(Shell { command, dir })
 }
 
 /// How an edit tool names the files it writes: the first string under one of the keys (`Path`;
@@ -102,13 +100,12 @@ pub fn cursor_normalize(payload: Value) -> Value {
     if let Some(root @ Value::String(_)) = root {
         p.insert("cwd".into(), root);
     }
-    let event = event.unwrap_or_default();
     let mut tool = |name: &str, key: &str| {
         let v = p.get(key).cloned().unwrap_or(Value::Null);
         p.insert("tool_name".into(), json!(name));
         p.insert("tool_input".into(), json!({ key: v }));
     };
-    match event.as_str() {
+    match event.as_deref().unwrap_or_default() {
         "beforeShellExecution" | "afterShellExecution" => tool(CURSOR_SHELL, "command"),
         "afterFileEdit" => tool("Write", "file_path"),
         "stop" => {

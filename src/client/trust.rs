@@ -48,11 +48,7 @@ fn read_config(path: &Path, comments: bool, missing: Trust) -> Result<Value, Tru
         if !comments {
             return serde_json::from_str(text).map_err(|e| e.to_string());
         }
-        let opts = jsonc_parser::ParseOptions {
-            allow_comments: true,
-            ..Default::default()
-        };
-        jsonc_parser::cst::CstRootNode::parse(text, &opts)
+        jsonc_parser::cst::CstRootNode::parse(text, &Default::default())
             .map_err(|e| e.to_string())
             .and_then(|root| root.to_serde_value().ok_or_else(|| "empty".to_string()))
     })
@@ -64,11 +60,11 @@ fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
 }
 
 fn missing(path: &Path) -> Trust {
-    let why = format!(
-        "{} does not exist: no folder is trusted yet",
-        path.display()
-    );
-    Trust::new(No, why)
+    let path = path.display();
+    Trust::new(
+        No,
+        format!("{path} does not exist: no folder is trusted yet"),
+    )
 }
 
 fn untrusted(path: &Path) -> Trust {
@@ -133,16 +129,13 @@ pub fn codex(root: &Path) -> Verdict {
     }
     let keys = codex_hook_keys(root);
     let state = doc.get("hooks").and_then(|h| h.get("state"));
-    let trusted = keys
-        .iter()
-        .filter_map(|k| state?.get(k.as_str()))
-        .filter(|s| {
-            s.get("trusted_hash")
-                .and_then(|h| h.as_str())
-                .is_some_and(|h| !h.is_empty())
-                && s.get("enabled").and_then(|e| e.as_bool()) != Some(false)
-        })
-        .count();
+    let reviewed = |s: &&toml_edit::Item| {
+        let hash = s.get("trusted_hash").and_then(|h| h.as_str());
+        hash.is_some_and(|h| !h.is_empty())
+            && s.get("enabled").and_then(|e| e.as_bool()) != Some(false)
+    };
+    let states = keys.iter().filter_map(|k| state?.get(k.as_str()));
+    let trusted = states.filter(reviewed).count();
     let (config, all) = (path.display(), keys.len());
     Ok(if trusted == all {
         let why = format!(
@@ -159,25 +152,19 @@ pub fn codex(root: &Path) -> Verdict {
 /// `.codex/hooks.json`: `/abs/.codex/hooks.json:pre_tool_use:GROUP:HOOK`.
 fn codex_hook_keys(root: &Path) -> Vec<String> {
     let file = root.join(".codex/hooks.json");
-    let Ok(doc) = read_config(&file, false, missing(&file)) else {
-        return Vec::new();
-    };
+    let doc = read_config(&file, false, missing(&file)).unwrap_or_default();
     let mut keys = Vec::new();
     for (event, groups) in doc["hooks"].as_object().into_iter().flatten() {
         // `PreToolUse` → `pre_tool_use`.
         let mut snake = String::new();
         for (i, c) in event.chars().enumerate() {
-            if c.is_ascii_uppercase() && i > 0 {
-                snake.push('_');
-            }
+            snake.extend((i > 0 && c.is_ascii_uppercase()).then_some('_'));
             snake.push(c.to_ascii_lowercase());
         }
         for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
             for (h, hook) in group["hooks"].as_array().into_iter().flatten().enumerate() {
-                if hook["command"]
-                    .as_str()
-                    .is_some_and(|c| c.trim().starts_with("coord hook codex"))
-                {
+                let command = hook["command"].as_str().unwrap_or_default();
+                if command.trim().starts_with("coord hook codex") {
                     keys.push(format!("{}:{snake}:{g}:{h}", file.display()));
                 }
             }
@@ -270,13 +257,12 @@ pub fn gemini(root: &Path) -> Verdict {
     let best = rules
         .iter()
         .min_by_key(|(rule, _)| std::cmp::Reverse(rule.len()));
+    let file = path.display();
     Ok(match best.map(|(rule, level)| (rule, level.as_str())) {
         Some((rule, "TRUST_FOLDER" | "TRUST_PARENT")) => {
-            Trust::new(Yes, format!("{} trusts {rule}", path.display()))
+            Trust::new(Yes, format!("{file} trusts {rule}"))
         }
-        Some((rule, level)) => {
-            Trust::new(No, format!("{} says {level} for {rule}", path.display()))
-        }
+        Some((rule, level)) => Trust::new(No, format!("{file} says {level} for {rule}")),
         None => untrusted(&path),
     })
 }

@@ -41,18 +41,16 @@ pub fn handle(
     match call.kind {
         Kind::BeforeTool => match (&call.files, &call.shell) {
             (Some(files), _) => {
-                // A file in a folder not made yet cannot be locked, but a claim may hold it.
-                let unmade = targets(ws, cwd, files, true);
-                if let Some(deny) = deny_seen(ws, agent, &unmade, wait, None) {
-                    return Ok(deny);
-                }
+                let seen = |t: &[Target]| deny_seen(ws, agent, t, wait, None);
                 let made = targets(ws, cwd, files, false);
-                // A file with other names (hard links) is one file under each: an edit through
-                // one name writes what another agent holds under another.
-                if let Some(deny) = deny_seen(ws, agent, &linked_names(ws, &made), wait, None) {
-                    return Ok(deny);
+                // A file in a folder not made yet cannot be locked, but a claim may hold it. A
+                // file with other names (hard links) is one file under each: an edit through one
+                // name writes what another agent holds under another.
+                let unmade = targets(ws, cwd, files, true);
+                match seen(&unmade).or_else(|| seen(&linked_names(ws, &made))) {
+                    Some(deny) => Ok(deny),
+                    None => before_edit(ws, agent, call, &made, wait, owner),
                 }
-                before_edit(ws, agent, call, &made, wait, owner)
             }
             (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
             (None, None) => heartbeat(ws, agent, true).map(|()| Reply::Allow),
@@ -67,7 +65,12 @@ pub fn handle(
             }
             Ok(Reply::Allow)
         }
-        Kind::SessionStart => session_start(ws, agent, call.client, owner.map(|o| o.pid)),
+        // Clock in, and tell the agent who else is here, what they hold, what waits for it.
+        Kind::SessionStart => {
+            ws.ensure_state_dir()?;
+            stamp::clock_in(ws, agent, owner.map(|o| o.pid))?;
+            Ok(Reply::Context(context(ws, agent, call.client)))
+        }
         // A stop the client already continued once because of a hook.
         Kind::Stop => stop(ws, agent, call.payload["stop_hook_active"] == true),
         Kind::SessionEnd => {
@@ -91,15 +94,12 @@ fn linked_names(ws: &Workspace, made: &[Target]) -> Vec<Target> {
         return Vec::new();
     }
     let mut out: Vec<Target> = Vec::new();
-    for e in lock::scan_tree(ws) {
-        let Ok(t) = ws.target_from_rel(&e.file) else {
-            continue;
-        };
-        let other_name = !made.iter().any(|m| m.rel == t.rel);
-        if other_name
-            && id(&t).is_some_and(|i| linked.contains(&i))
-            && !out.iter().any(|o| o.rel == t.rel)
-        {
+    for t in lock::scan_tree(ws)
+        .iter()
+        .filter_map(|e| ws.target_from_rel(&e.file).ok())
+    {
+        let named = made.iter().chain(&out).any(|m| m.rel == t.rel);
+        if !named && id(&t).is_some_and(|i| linked.contains(&i)) {
             out.push(t);
         }
     }
@@ -118,41 +118,35 @@ fn targets(ws: &Workspace, cwd: &Path, files: &[String], unmade: bool) -> Vec<Ta
         .collect()
 }
 
-/// A payload read only in part ([`HookCall::fault`]): nothing is written for it, but an edit it
-/// names of a file another agent holds is denied all the same. `None`: no such file.
-pub fn judge_unread(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path) -> Option<Reply> {
-    let why = call.fault.as_deref()?;
-    let why = format!("coord could read this request only in part, and took no lock: {why}");
-    judge_untaken(ws, agent, call, cwd, &why)
-}
-
-/// A call from a session coord cannot name (no usable `session_id`, no agent given): nothing is
-/// written for it, but an edit it names of a file an agent holds is denied all the same, since
-/// that holder cannot be this session. `None`: no such file.
-pub fn judge_nameless(ws: &Workspace, call: &HookCall, cwd: &Path) -> Option<Reply> {
-    // No session is named so (`claude-`: a session's agent has letters of its id after the
-    // dash), so every holder counts as another.
-    let nobody = AgentId::parse(&format!("{}-", call.client.as_str())).ok()?;
-    let why = "coord cannot tell which session this is, and took no lock";
-    judge_untaken(ws, &nobody, call, cwd, why)
-}
-
-/// The edit `call` names, judged without taking a lock: denied when another agent holds one of
-/// its files (saying `why`).
-fn judge_untaken(
+/// A call judged without writing anything: a payload read only in part ([`HookCall::fault`]),
+/// or (`agent` is `None`) one from a session coord cannot name (no usable `session_id`, no
+/// agent given), whose holders all count as others. An edit it names of a file another agent
+/// holds is denied all the same; `None`: no such file.
+pub fn judge_untaken(
     ws: &Workspace,
-    agent: &AgentId,
+    agent: Option<&AgentId>,
     call: &HookCall,
     cwd: &Path,
-    why: &str,
 ) -> Option<Reply> {
-    if call.kind != Kind::BeforeTool {
-        return None;
-    }
-    let files = call.files.as_ref()?;
+    let files = call
+        .files
+        .as_ref()
+        .filter(|_| call.kind == Kind::BeforeTool)?;
+    let (agent, why) = match (agent, call.fault.as_deref()) {
+        (Some(agent), Some(why)) => (
+            agent.clone(),
+            format!("coord could read this request only in part, and took no lock: {why}"),
+        ),
+        (Some(_), None) => return None,
+        // No session's agent is `claude-` (it has letters of its id after the dash).
+        (None, _) => (
+            AgentId::parse(&format!("{}-", call.client.as_str())).ok()?,
+            "coord cannot tell which session this is, and took no lock".to_string(),
+        ),
+    };
     let mut all = targets(ws, cwd, files, false);
     all.extend(targets(ws, cwd, files, true));
-    deny_seen(ws, agent, &all, Duration::ZERO, Some(why))
+    deny_seen(ws, &agent, &all, Duration::ZERO, Some(&why))
 }
 
 /// How recent a heartbeat or a lock renewal must be for a hook to leave it as it is: far below
@@ -185,8 +179,7 @@ fn heartbeat(ws: &Workspace, agent: &AgentId, card: bool) -> Result<()> {
     if card {
         stamp::refresh_partner(ws.root(), agent, None, false)?;
     }
-    presence::write(ws.root(), agent, &Update::default())?;
-    Ok(())
+    presence::write(ws.root(), agent, &Update::default()).map(drop)
 }
 
 /// Lock every edited file, all or nothing: a refresh for files this agent already holds.
@@ -199,8 +192,7 @@ fn before_edit(
     owner: Option<&Owner>,
 ) -> Result<Reply> {
     if targets.is_empty() {
-        heartbeat(ws, agent, true)?;
-        return Ok(Reply::Allow);
+        return heartbeat(ws, agent, true).map(|()| Reply::Allow);
     }
     // Files this session locked seconds ago, with no other lock beside: nothing to refresh.
     let now = clock::now();
@@ -280,15 +272,14 @@ fn before_shell(
             }
         }
     }
-    if refused.is_empty() {
+    let Some((_, first)) = refused.first() else {
         return Ok(Reply::Allow);
-    }
+    };
     let now = clock::now();
     let list: Vec<String> = refused
         .iter()
         .map(|(what, h)| format!("it {what} `{}`, {}", h.file, h.locked_by(&now)))
         .collect();
-    let first = &refused[0].1;
     Ok(Reply::Deny(format!(
         "coord: the git guard refuses this command: {}. Do not commit or push a file another agent holds: leave it out (`git restore --staged {}`), or wait until it is released (`coord status` shows who and since when), or ask with `coord -a {} msg send {} \"...\"`.",
         list.join("; "),
@@ -326,17 +317,14 @@ fn request(
     backup: bool,
     owner: Option<&Owner>,
 ) -> LockRequest {
+    let tool = call.tool.as_deref().unwrap_or("an edit");
     LockRequest {
         agent: agent.clone(),
         targets,
         wait: Wait::For(wait),
         ttl: DEFAULT_TTL,
         backup,
-        reason: Some(format!(
-            "{} in {}",
-            call.tool.as_deref().unwrap_or("an edit"),
-            call.client.adapter().product
-        )),
+        reason: Some(format!("{tool} in {}", call.client.adapter().product)),
         owner: owner.cloned(),
         claims: Vec::new(),
     }
@@ -403,18 +391,15 @@ fn deny_reason(
         ),
         _ => return None,
     };
-    let waiting = targets
-        .iter()
-        .find(|t| t.rel == file)
-        .map(|t| {
-            // Only for a count: not worth waiting for a mutex held long.
-            let _mutex = ws.lock_mutex_within(Duration::from_millis(100)).ok();
-            queue::live_tickets(ws.root(), t, None)
-                .into_iter()
-                .filter(|a| !a.agent.eq_ignore_ascii_case(agent.id()))
-                .count()
-        })
-        .unwrap_or(0);
+    let target = targets.iter().find(|t| t.rel == file);
+    let waiting = target.map_or(0, |t| {
+        // Only for a count: not worth waiting for a mutex held long.
+        let _mutex = ws.lock_mutex_within(Duration::from_millis(100)).ok();
+        let tickets = queue::live_tickets(ws.root(), t, None).into_iter();
+        tickets
+            .filter(|a| !a.agent.eq_ignore_ascii_case(agent.id()))
+            .count()
+    });
     let place = match waiting {
         0 => "no one else waits for it: you are next in the queue".to_string(),
         1 => "1 other agent waits for it: you are 2nd in the queue".to_string(),
@@ -423,7 +408,7 @@ fn deny_reason(
             n + 1
         ),
     };
-    let released = released_when(ws, targets.iter().find(|t| t.rel == file), &ask);
+    let released = released_when(ws, target, &ask);
     // A holder in another clone is out of reach of `coord msg`: its person is.
     let ask_them = match crate::error::remote_holder(&ask) {
         Some(them) => format!("or ask whoever runs {them} to release it"),
@@ -501,18 +486,6 @@ fn renewed_lately(
             .is_some_and(|at| recent(now, &at))
 }
 
-/// Clock in, and tell the agent who else is here, what they hold, what waits for it.
-fn session_start(
-    ws: &Workspace,
-    agent: &AgentId,
-    client: Client,
-    pid: Option<u32>,
-) -> Result<Reply> {
-    ws.ensure_state_dir()?;
-    stamp::clock_in(ws, agent, pid)?;
-    Ok(Reply::Context(context(ws, agent, client)))
-}
-
 fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     let me = agent.id();
     let st = status::glance(ws);
@@ -564,47 +537,27 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
             unread.join("; ")
         ));
     }
+    let mine = |who: &str| who.eq_ignore_ascii_case(me);
     if let Some(d) = &st.dialogue
-        && d.turn
-            .as_deref()
-            .is_some_and(|t| t.eq_ignore_ascii_case(me))
+        && d.turn.as_deref().is_some_and(mine)
     {
         out.push(format!(
             "It is your turn in the dialogue `{}` ({}): `coord -a {me} dialogue turn`.",
             d.topic, d.folder
         ));
     }
-    for r in st
-        .reviews
-        .iter()
-        .filter(|r| r.next_actor.eq_ignore_ascii_case(me))
-    {
-        out.push(format!(
-            "Review `{}` waits for you{}.",
-            r.topic,
-            r.next_action
-                .as_deref()
-                .map(|a| format!(": {a}"))
-                .unwrap_or_default()
-        ));
+    for r in st.reviews.iter().filter(|r| mine(&r.next_actor)) {
+        let action = (r.next_action.as_deref().map(|a| format!(": {a}"))).unwrap_or_default();
+        out.push(format!("Review `{}` waits for you{action}.", r.topic));
     }
     out.join("\n")
 }
 
 /// `ID from SENDER: first line` for each unread message of `agent`.
 fn unread_lines(ws: &Workspace, agent: &AgentId) -> Vec<String> {
-    message::unread_at_turn(ws, agent)
-        .unwrap_or_default()
-        .unread()
-        .map(|e| {
-            format!(
-                "{} from {}: {}",
-                e.message.id,
-                e.message.from,
-                e.message.first_line()
-            )
-        })
-        .collect()
+    let inbox = message::unread_at_turn(ws, agent).unwrap_or_default();
+    let line = |m: &message::Message| format!("{} from {}: {}", m.id, m.from, m.first_line());
+    inbox.unread().map(|e| line(&e.message)).collect()
 }
 
 /// The turn is over: release every lock; hold the stop once for unread messages.

@@ -31,9 +31,7 @@ pub fn calls(command: &str) -> Vec<GitCall> {
     for words in commands(command) {
         let mut w = words.iter().map(String::as_str).peekable();
         // Leading `VAR=value` assignments.
-        while w.peek().is_some_and(|s| is_assignment(s)) {
-            w.next();
-        }
+        while w.next_if(|s| is_assignment(s)).is_some() {}
         let Some(first) = w.next() else { continue };
         if first == "cd" {
             match w.next() {
@@ -49,11 +47,7 @@ pub fn calls(command: &str) -> Vec<GitCall> {
         let mut sub = None;
         while let Some(word) = w.next() {
             match word {
-                "-C" => {
-                    if let Some(d) = w.next() {
-                        here.push(d.to_string());
-                    }
-                }
+                "-C" => here.extend(w.next().map(str::to_string)),
                 "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => {
                     w.next();
                 }

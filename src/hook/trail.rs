@@ -24,26 +24,17 @@ pub fn record(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path, repl
                 .ok()
                 .or_else(|| ws.resolve_unmade(cwd, f))
         };
-        for file in call
-            .files
-            .iter()
-            .flatten()
-            .filter_map(resolve)
-            .map(|t| t.rel)
-        {
-            let event = Event::new(kind, agent.id())
-                .file(&file)
-                .with("tool", call.tool.clone());
-            let abs = root.join(&file);
-            history::record(
-                root,
-                match why {
-                    Some(why) => event.with("why", why.as_str()),
-                    None => event
-                        .with("hash_before", history::file_hash(&layout::backup(&abs)))
-                        .with("hash_after", history::file_hash(&abs)),
-                },
-            );
+        for file in call.files.iter().flatten().filter_map(resolve) {
+            let (file, abs) = (&file.rel, root.join(&file.rel));
+            let event = Event::new(kind, agent.id()).file(file);
+            let event = event.with("tool", call.tool.clone());
+            let event = match why {
+                Some(why) => event.with("why", why.as_str()),
+                None => event
+                    .with("hash_before", history::file_hash(&layout::backup(&abs)))
+                    .with("hash_after", history::file_hash(&abs)),
+            };
+            history::record(root, event);
         }
     }
     if let Some(what) = waits(call, reply) {

@@ -57,11 +57,7 @@ fn add(obj: &CstObject, old: &Map<String, Value>, new: &Map<String, Value>) {
                     array.append(input(v));
                 }
             }
-            (Some(_), v, ..) => {
-                if let Some(prop) = obj.get(key) {
-                    prop.set_value(input(v));
-                }
-            }
+            (Some(_), v, ..) => _ = obj.get(key).map(|prop| prop.set_value(input(v))),
         }
     }
 }

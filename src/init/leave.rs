@@ -84,22 +84,18 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     }
     refuse_live_locks(&tops, &locks, me)?;
 
+    if yes {
+        let what = "a backup or refused write (--yes)";
+        let kept = leaving.kept.drain(..).map(|k| Gone { path: k.path, what });
+        leaving.removed.extend(kept);
+    }
+    leaving.removed.sort_by_key(|g| g.what == STATE);
+
     for top in &tops {
         let removal = plan_removal(top, Client::ALL)?;
         let root = top.display().to_string();
         leaving.trees.push(TreeWiring { root, removal });
-    }
-    if yes {
-        let what = "a backup or refused write (--yes)";
-        let kept = leaving.kept.drain(..);
-        leaving
-            .removed
-            .extend(kept.map(|k| Gone { path: k.path, what }));
-    }
-    leaving.removed.sort_by_key(|g| g.what == STATE);
-
-    // The guard's hooks, in each folder git takes them from (one for most repositories).
-    for top in &tops {
+        // The guard's hooks, in each folder git takes them from (one for most repositories).
         if let Ok(dir) = guard::hooks_dir(top)
             && !leaving.hooks_dirs.contains(&dir)
         {
@@ -174,10 +170,9 @@ fn walk(
     found: &mut Leaving,
     locks: &mut Vec<(PathBuf, PathBuf)>,
 ) {
-    let Ok(names) = fsutil::list_names(dir) else {
+    let Ok(mut names) = fsutil::list_names(dir) else {
         return;
     };
-    let mut names: Vec<_> = names.into_iter().collect();
     names.sort();
     for name in names {
         let path = dir.join(&name);
@@ -298,12 +293,8 @@ fn refuse_live_locks(
             let a_lock = |r: &Record| r.get("locked_at").is_some() || r.get("token").is_some();
             group.retain(|e| e.record.as_ref().is_some_and(a_lock));
             lock::classify(root, &mut group, &mut cache, &now);
-            live.extend(
-                group
-                    .into_iter()
-                    .filter(others)
-                    .map(|e| (e, root.as_path())),
-            );
+            let group = group.into_iter().filter(others);
+            live.extend(group.map(|e| (e, root.as_path())));
         }
     }
     for top in tops {

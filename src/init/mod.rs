@@ -127,10 +127,9 @@ pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
     let mut record = record::Record::load(root);
     record.state_dir |= plan.create_state_dir;
     for change in &plan.changes {
-        if let Some(dir) = change.path.parent() {
-            record.note_dirs(root, dir);
-            fsutil::ensure_dir(dir)?;
-        }
+        let dir = fsutil::parent_of(&change.path);
+        record.note_dirs(root, dir);
+        fsutil::ensure_dir(dir)?;
         let before = read_regular(&change.path)?;
         let content = change.content.as_deref().unwrap_or_default();
         fsutil::replace_durable(&change.path, content)?;
@@ -292,7 +291,6 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
     Ok(())
 }
 
-/// One registration of `cmd` in `style`.
 fn hook_entry(style: HookStyle, matcher: Option<&str>, cmd: &str) -> Value {
     match style {
         HookStyle::Claude { named } => {

@@ -286,13 +286,12 @@ fn toml_plain(v: &toml_edit::Value) -> Value {
     }
 }
 
+/// A file's text with coord's part cut out (`None`: nothing else was left), or why it cannot be.
+type Stripped<E = String> = std::result::Result<Option<String>, E>;
+
 /// `text` without coord's block (and the line break after it; the blank line init put before
 /// a block it appended at the end); `None` when nothing but blank space is left.
-pub(super) fn strip_block(
-    text: &str,
-    begin: &str,
-    end: &str,
-) -> std::result::Result<Option<String>, usize> {
+pub(super) fn strip_block(text: &str, begin: &str, end: &str) -> Stripped<usize> {
     let Some((start, mut stop)) = find_block(text, begin, end)? else {
         return Ok(Some(text.to_string()));
     };
@@ -312,11 +311,7 @@ pub(super) fn strip_block(
 /// JSON (with comments) without the hook entries `coord init` wrote for `clients` and, with
 /// `mcp`, without its `coord` MCP server; containers emptied by that go too. `None` when
 /// nothing else is left.
-fn strip_json(
-    text: &str,
-    clients: &[&str],
-    mcp: bool,
-) -> std::result::Result<Option<String>, String> {
+fn strip_json(text: &str, clients: &[&str], mcp: bool) -> Stripped {
     if text.trim().is_empty() {
         return Ok(None);
     }
@@ -327,11 +322,8 @@ fn strip_json(
     };
     let cut = |obj: &CstObject| {
         let mut cut = false;
-        for prop in obj
-            .object_value("hooks")
-            .map(|h| h.properties())
-            .unwrap_or_default()
-        {
+        let events = obj.object_value("hooks").map(|h| h.properties());
+        for prop in events.unwrap_or_default() {
             let Some(groups) = prop.array_value() else {
                 continue;
             };
@@ -385,7 +377,7 @@ fn cut_jsonc(
     text: &str,
     cut: impl FnOnce(&CstObject) -> bool,
     empty: impl FnOnce(&CstObject) -> bool,
-) -> std::result::Result<Option<String>, String> {
+) -> Stripped {
     let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|e| e.to_string())?;
     let Some(obj) = root.object_value() else {
         return Err("the top level is not an object".into());
@@ -411,7 +403,7 @@ fn other_project_servers(root: &std::path::Path) -> bool {
 /// `permissions` (`mcp__coord`, `mcp__coord__lock`), and `enableAllProjectMcpServers` where
 /// coord's was the project's only server (`others`: it has others). Lists and objects emptied
 /// by that go too; `None` when nothing else is left.
-fn strip_approvals(text: &str, others: bool) -> std::result::Result<Option<String>, String> {
+fn strip_approvals(text: &str, others: bool) -> Stripped {
     if text.trim().is_empty() {
         return Ok(Some(text.to_string()));
     }
@@ -445,11 +437,8 @@ fn cut_coords_names(obj: &CstObject, keys: &[&str]) -> bool {
     };
     let mut removed = false;
     for key in keys {
-        let list = obj
-            .array_value(key)
-            .map(|l| l.elements())
-            .unwrap_or_default();
-        let mine: Vec<CstNode> = list.into_iter().filter(coords).collect();
+        let list = obj.array_value(key).map(|l| l.elements());
+        let mine: Vec<CstNode> = list.into_iter().flatten().filter(coords).collect();
         if !mine.is_empty() {
             mine.into_iter().for_each(CstNode::remove);
             drop_empty(obj, key);
@@ -469,7 +458,7 @@ fn drop_empty(obj: &CstObject, key: &str) {
 }
 
 /// TOML without coord's `[mcp_servers.coord]` (with `mcp`); `None` when nothing is left.
-fn strip_toml(text: &str, mcp: bool) -> std::result::Result<Option<String>, String> {
+fn strip_toml(text: &str, mcp: bool) -> Stripped {
     let mut doc: toml_edit::DocumentMut = text
         .parse()
         .map_err(|e: toml_edit::TomlError| e.to_string())?;
