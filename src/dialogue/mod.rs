@@ -285,14 +285,9 @@ impl Dialogue {
         }
         fsutil::sync_dir(&dir)?;
         fsutil::sync_dir(&self.folder)?;
-        if let Some(Snapshot {
-            topic,
-            participants: p,
-            commands,
-            ..
-        }) = &old
-        {
-            self.start(topic, p, &p[0], commands.lines)?;
+        if let Some(old) = &old {
+            let p = &old.participants;
+            self.start(&old.topic, p, &p[0], old.commands.lines)?;
         }
         lock.release()?;
         let rel = dir.strip_prefix(self.ws.root()).unwrap_or(&dir);
