@@ -299,22 +299,17 @@ pub fn unread_at_turn(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
 fn inbox(ws: &Workspace, agent: &AgentId, at_turn: bool) -> Result<Inbox> {
     let me = agent.id();
     let known = Known::of(ws.root(), me);
-    let skip = |id: &str| match at_turn {
-        true => known.settled(id),
-        false => known.others.contains(id),
-    };
+    let skip = |id: &str| known.others.contains(id) || at_turn && known.read.contains(id);
     let (all, skipped) = scan(ws.root(), skip)?;
     let (mine, others): (Vec<Message>, Vec<Message>) = all.into_iter().partition(|m| m.is_for(me));
     if at_turn {
         note_others(ws.root(), me, &known.others, &others);
     }
-    let messages = mine
-        .into_iter()
-        .map(|m| InboxEntry {
-            unread: is_unread(&m, me, &known.read),
-            message: m,
-        })
-        .collect();
+    let entry = |message: Message| InboxEntry {
+        unread: is_unread(&message, me, &known.read),
+        message,
+    };
+    let messages = mine.into_iter().map(entry).collect();
     Ok(Inbox { messages, skipped })
 }
 
@@ -356,13 +351,11 @@ fn count_unread(
     if all.is_empty() {
         return agents.iter().map(|a| (a.clone(), 0)).collect();
     }
-    let counts = agents.iter().zip(known()).map(|(agent, known)| {
-        let n = (all.iter())
-            .filter(|m| is_unread(m, agent, &known.read))
-            .count();
+    let count = |(agent, k): (&String, Known)| {
+        let n = all.iter().filter(|m| is_unread(m, agent, &k.read)).count();
         (agent.clone(), n)
-    });
-    counts.collect()
+    };
+    agents.iter().zip(known()).map(count).collect()
 }
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.
