@@ -70,15 +70,12 @@ impl Row {
     /// Parse row `id`'s file text (the id in the file name is authoritative).
     pub fn parse(id: u64, text: &str) -> std::result::Result<Row, String> {
         let rec = Record::parse(text);
-        let partner_name = rec
-            .get_nonempty("partner_name")
-            .map(str::to_ascii_lowercase)
-            .filter(|n| is_valid_agent_id(n))
-            .ok_or("no valid `partner_name`")?;
-        let status = rec
-            .get("status")
-            .and_then(RowStatus::parse)
-            .ok_or("`status` is not online, offline or crashed")?;
+        let valid = |n: &String| is_valid_agent_id(n);
+        let name = rec.get_nonempty("partner_name");
+        let name = name.map(str::to_ascii_lowercase).filter(valid);
+        let partner_name = name.ok_or("no valid `partner_name`")?;
+        let status = rec.get("status").and_then(RowStatus::parse);
+        let status = status.ok_or("`status` is not online, offline or crashed")?;
         let clocked_in = opt(rec.get("clocked_in")).ok_or("no `clocked_in`")?;
         Ok(Row {
             id,
@@ -117,11 +114,9 @@ impl Row {
 
     /// The last sign of life: `last_heartbeat`, else `clocked_in`.
     pub fn heartbeat(&self) -> Option<Timestamp> {
-        let hb = self
-            .last_heartbeat
-            .as_deref()
-            .and_then(clock::parse_timestamp);
-        hb.or_else(|| clock::parse_timestamp(&self.clocked_in))
+        let parse = clock::parse_timestamp;
+        let hb = self.last_heartbeat.as_deref().and_then(parse);
+        hb.or_else(|| parse(&self.clocked_in))
     }
 
     /// Seconds since the last sign of life.
@@ -490,11 +485,8 @@ fn start(
         return Err(e);
     }
 
-    let online = rows
-        .iter()
-        .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
-        .cloned()
-        .collect();
+    let alive = |r: &&Row| r.status == RowStatus::Online && r.crash_reason(&now).is_none();
+    let online = rows.iter().filter(alive).cloned().collect();
     for c in &crashed {
         let event = Event::new(Kind::AgentCrashed, agent.id())
             .with("row_session", c.row.session_id.as_str())
