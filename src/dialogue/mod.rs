@@ -153,9 +153,7 @@ impl Dialogue {
             .and_then(StatusDoc::participants)
             .or_else(|| conv.participants.clone())
             .unwrap_or_else(|| DEFAULT_AGENTS.map(str::to_string).to_vec());
-        let topic = commands
-            .topic
-            .clone()
+        let topic = (commands.topic.clone())
             .or_else(|| doc.and_then(StatusDoc::topic).map(str::to_string))
             .or_else(|| conv.topic.clone())
             .unwrap_or_default();
