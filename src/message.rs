@@ -72,9 +72,8 @@ impl Message {
     }
 
     fn parse(id: &str, text: &str) -> std::result::Result<Message, String> {
-        let (head, body) = text
-            .split_once("\n\n")
-            .ok_or("no empty line between the header and the body")?;
+        let split = text.split_once("\n\n");
+        let (head, body) = split.ok_or("no empty line between the header and the body")?;
         let rec = Record::parse(head);
         let from = rec.get_nonempty("from").ok_or("no `from:` line")?;
         if !is_valid_agent_id(from) {
@@ -127,10 +126,8 @@ fn base36(n: u64, width: u32) -> String {
 }
 
 fn new_id() -> String {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let since = SystemTime::now().duration_since(UNIX_EPOCH);
+    let ms = since.map_or(0, |d| d.as_millis() as u64);
     let random = base36(host::random_u64() % 36u64.pow(4), 4);
     format!("{}{random}", base36(ms, 9))
 }
