@@ -198,10 +198,8 @@ impl Dialogue {
         self.replace(STATUS, &status.render())?;
         self.replace(TURN, &format!("{first}\n"))?;
         let header = files::render_conversation_header(topic, agents, first, &now);
-        match fsutil::create_new(&self.path(CONVERSATION), header.as_bytes())? {
-            true => Ok(()),
-            false => Err(self.already_there()),
-        }
+        let created = fsutil::create_new(&self.path(CONVERSATION), header.as_bytes())?;
+        created.then_some(()).ok_or_else(|| self.already_there())
     }
 
     /// Block until `id` may speak, woken by file events in the folder.
