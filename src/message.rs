@@ -282,18 +282,10 @@ fn note_others(root: &Path, agent: &str, seen: &HashSet<String>, others: &[Messa
     let _ = fsutil::ensure_dir(&dir).and_then(|()| fsutil::replace(&path, text.as_bytes()));
 }
 
-/// `agent`'s inbox: messages to it or to `all`; an error when the folder cannot be listed.
-pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
-    inbox(ws, agent, false)
-}
-
-/// The unread part of [`try_inbox`] at an agent's turn (its client's hooks): a message it has
-/// read is not read again, and those found to be for others are noted, not to be read again.
-pub fn unread_at_turn(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
-    inbox(ws, agent, true)
-}
-
-fn inbox(ws: &Workspace, agent: &AgentId, at_turn: bool) -> Result<Inbox> {
+/// `agent`'s inbox: messages to it or to `all`; an error when the folder cannot be listed. At an
+/// agent's turn (its client's hooks), only the unread part: a message it has read is not read
+/// again, and those found to be for others are noted, not to be read again.
+pub fn inbox(ws: &Workspace, agent: &AgentId, at_turn: bool) -> Result<Inbox> {
     let me = agent.id();
     let known = Known::of(ws.root(), me);
     let skip = |id: &str| known.others.contains(id) || at_turn && known.read.contains(id);
@@ -391,7 +383,7 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
     // Subscribed before the first look: a message sent in between is still seen.
     let mut watch = FolderWatch::new(std::slice::from_ref(&dir));
     loop {
-        let inbox = try_inbox(ws, agent)?;
+        let inbox = inbox(ws, agent, false)?;
         if inbox.unread().next().is_some() {
             return Ok(inbox);
         }

@@ -593,7 +593,7 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
 
 /// `ID from SENDER: first line` for each unread message of `agent`.
 fn unread_lines(ws: &Workspace, agent: &AgentId) -> Vec<String> {
-    message::unread_at_turn(ws, agent)
+    message::inbox(ws, agent, true)
         .unwrap_or_default()
         .unread()
         .map(|e| {
