@@ -173,7 +173,6 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
         .filter(|p| p != me)
         .collect();
 
-    // Blocks to agents outside the round stay as they are.
     let mut blocks = old.clone();
     blocks.retain(|b| !peers.contains(&b.to));
     let mut round = Vec::new();

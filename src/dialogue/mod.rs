@@ -75,7 +75,6 @@ impl Dialogue {
 
     fn lock_mutex(&self) -> Result<Guard> {
         self.ws.ensure_state_dir()?;
-        // Where no arbitration holds, refused naming the filesystem.
         self.ws.require_arbitration()?;
         let policy = crate::arbiter::policy(self.ws.root())?;
         let path = layout::dialogue_mutex(&crate::worktree::shared_root(self.ws.root()), &self.rel);

@@ -409,9 +409,8 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
     let Some((h, header)) = doc.body(sec).find_map(|i| Some((i, row(i)?))) else {
         return Ok((None, Vec::new()));
     };
-    let header: Vec<String> = (header.iter())
-        .map(|c| decode_cell(c).to_ascii_lowercase())
-        .collect();
+    let lower = |c: &String| decode_cell(c).to_ascii_lowercase();
+    let header: Vec<String> = header.iter().map(lower).collect();
     let mut cols = [0; 5];
     for (k, name) in COLUMNS.iter().enumerate() {
         cols[k] = header.iter().position(|c| c == name).ok_or_else(|| {
@@ -461,12 +460,11 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
             resolution,
         });
     }
-    let end = h + 2 + rows.len();
     let table = Table {
         cols,
         ncols: header.len(),
+        end: h + 2 + rows.len(),
         rows,
-        end,
     };
     Ok((Some(table), issues))
 }
