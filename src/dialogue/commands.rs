@@ -131,11 +131,8 @@ mod tests {
         for line in ["USER-ONLY", "-ONLY", "PRIORITY:", "hello"] {
             assert_eq!(UserCommand::parse(line), None, "{line}");
         }
-        let st = judge(
-            "END-SESSION\nRESET\nPAUSE\nRESUME\nPRIORITY: tests\n",
-            Some(0),
-            false,
-        );
+        let text = "END-SESSION\nRESET\nPAUSE\nRESUME\nPRIORITY: tests\n";
+        let st = judge(text, Some(0), false);
         let got = (st.ended, st.paused, st.priority.as_deref());
         assert_eq!(got, (false, false, Some("tests")));
         for (newer, only) in [(true, Some("AGENT-2")), (false, None)] {
