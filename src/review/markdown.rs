@@ -122,12 +122,10 @@ pub(crate) fn fence_for(text: &str) -> String {
 }
 
 fn trimmed_block(lines: &[String]) -> Vec<&str> {
-    let mut block: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
-    while block.last().is_some_and(|l| l.trim().is_empty()) {
-        block.pop();
-    }
-    let start = block.iter().position(|l| !l.trim().is_empty());
-    block.split_off(start.unwrap_or(block.len()))
+    let block: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
+    let text = |l: &&str| !l.trim().is_empty();
+    let (start, end) = (block.iter().position(text), block.iter().rposition(text));
+    block[start.unwrap_or(0)..end.map_or(0, |e| e + 1)].to_vec()
 }
 
 pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
