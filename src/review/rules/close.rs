@@ -155,10 +155,9 @@ fn missing_for_close(view: &View) -> Vec<String> {
         )),
         Some(_) => {}
     }
-    let last = view.steps.last();
-    if let Some(s) = last.filter(|s| s.status == StepStatus::InProgress) {
-        missing.push(format!("step {:02} is in progress ({})", s.number, s.actor));
-    }
+    let running = |s: &&Step| s.status == StepStatus::InProgress;
+    let last = view.steps.last().filter(running);
+    missing.extend(last.map(|s| format!("step {:02} is in progress ({})", s.number, s.actor)));
     missing
 }
 
