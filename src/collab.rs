@@ -164,7 +164,6 @@ impl Reader {
             let too_long = !complete && buf.len() as u64 > LINE_CAP;
             let mut rest = Vec::new();
             while too_long && !complete {
-                // Skip to the end of this line, a piece at a time.
                 rest.clear();
                 let more = piece(LINE_CAP, &mut rest).at("read", path)?;
                 if more == 0 {

@@ -59,24 +59,19 @@ pub fn parse(owner: &str, text: &str) -> Vec<Block> {
     let mut blocks: Vec<Block> = Vec::new();
     for g in groups {
         let rec = Record::parse(&g.join("\n"));
-        let Some(to) = rec
-            .get_nonempty("to")
-            .map(str::to_ascii_lowercase)
-            .filter(|t| is_valid_agent_id(t) && t != owner)
-        else {
+        let to = rec.get_nonempty("to").map(str::to_ascii_lowercase);
+        let Some(to) = to.filter(|t| is_valid_agent_id(t) && t != owner) else {
             continue;
         };
         if blocks.iter().any(|b| b.to == to) {
             continue;
         }
+        let time = rec.get_nonempty("time").filter(|t| *t != "-");
         blocks.push(Block {
             from: owner.to_string(),
             to,
             status: HandshakeStatus::parse(rec.get("status").unwrap_or("")).unwrap_or(Requested),
-            time: rec
-                .get_nonempty("time")
-                .filter(|t| *t != "-")
-                .map(str::to_string),
+            time: time.map(str::to_string),
         });
     }
     blocks
@@ -89,21 +84,18 @@ fn is_key(line: &str, key: &str) -> bool {
 
 /// The file text: the seed's five lines per block, blocks sorted by peer, a blank line between.
 pub fn render(blocks: &[Block]) -> String {
+    let render = |b: &&Block| {
+        let mut rec = Record::new();
+        rec.set("from", &b.from);
+        rec.set("to", &b.to);
+        rec.set("time", b.time.as_deref().unwrap_or("-"));
+        rec.set("status", b.status.as_str());
+        rec.set("protocol", PROTOCOL);
+        rec.render()
+    };
     let mut sorted: Vec<&Block> = blocks.iter().collect();
     sorted.sort_by(|a, b| a.to.cmp(&b.to));
-    sorted
-        .iter()
-        .map(|b| {
-            let mut rec = Record::new();
-            rec.set("from", &b.from);
-            rec.set("to", &b.to);
-            rec.set("time", b.time.as_deref().unwrap_or("-"));
-            rec.set("status", b.status.as_str());
-            rec.set("protocol", PROTOCOL);
-            rec.render()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    sorted.iter().map(render).collect::<Vec<_>>().join("\n")
 }
 
 /// Agent `id`'s handshake blocks; `Ok(None)` when it has no file.
@@ -122,12 +114,10 @@ pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
 
 /// Whether Protocol V3 is active: some pair has blocks both ways, one of them ACCEPTED.
 pub fn v3_active(blocks: &[Block]) -> bool {
-    let find = |from: &str, to: &str| {
-        let block = blocks.iter().find(|x| x.from == from && x.to == to);
-        block.map(|x| x.status)
-    };
-    let established = |a, b| matches!((find(a, b), find(b, a)), (Some(x), Some(y)) if x == Accepted || y == Accepted);
-    blocks.iter().any(|b| established(&b.from, &b.to))
+    let back = |b: &Block| blocks.iter().find(|x| x.from == b.to && x.to == b.from);
+    let accepted = |b: &Block| b.status == Accepted;
+    let established = |b: &Block| back(b).is_some_and(|r| accepted(b) || accepted(r));
+    blocks.iter().any(established)
 }
 
 /// One peer, after a round.
@@ -156,11 +146,8 @@ pub struct Round {
 impl Round {
     /// The peers not yet established.
     pub fn pending(&self) -> Vec<&str> {
-        self.peers
-            .iter()
-            .filter(|p| !p.established)
-            .map(|p| p.peer.as_str())
-            .collect()
+        let pending = self.peers.iter().filter(|p| !p.established);
+        pending.map(|p| p.peer.as_str()).collect()
     }
 }
 
@@ -186,18 +173,12 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
         .filter(|p| p != me)
         .collect();
 
-    // Blocks to agents outside the round stay as they are.
-    let mut blocks: Vec<Block> = old
-        .iter()
-        .filter(|b| !peers.contains(&b.to))
-        .cloned()
-        .collect();
+    let mut blocks = old.clone();
+    blocks.retain(|b| !peers.contains(&b.to));
     let mut round = Vec::new();
     for peer in peers {
-        let theirs = all
-            .iter()
-            .find(|b| b.from == peer && b.to == me)
-            .map(|b| b.status);
+        let theirs = all.iter().find(|b| b.from == peer && b.to == me);
+        let theirs = theirs.map(|b| b.status);
         let before = old.iter().find(|b| b.to == peer);
         // Asked by the peer, or accepted before: accepted. A pair is then established.
         let accepted = theirs.is_some() || before.is_some_and(|b| b.status == Accepted);

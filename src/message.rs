@@ -72,9 +72,8 @@ impl Message {
     }
 
     fn parse(id: &str, text: &str) -> std::result::Result<Message, String> {
-        let (head, body) = text
-            .split_once("\n\n")
-            .ok_or("no empty line between the header and the body")?;
+        let split = text.split_once("\n\n");
+        let (head, body) = split.ok_or("no empty line between the header and the body")?;
         let rec = Record::parse(head);
         let from = rec.get_nonempty("from").ok_or("no `from:` line")?;
         if !is_valid_agent_id(from) {
@@ -127,10 +126,8 @@ fn base36(n: u64, width: u32) -> String {
 }
 
 fn new_id() -> String {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let since = SystemTime::now().duration_since(UNIX_EPOCH);
+    let ms = since.map_or(0, |d| d.as_millis() as u64);
     let random = base36(host::random_u64() % 36u64.pow(4), 4);
     format!("{}{random}", base36(ms, 9))
 }
@@ -285,36 +282,23 @@ fn note_others(root: &Path, agent: &str, seen: &HashSet<String>, others: &[Messa
     let _ = fsutil::ensure_dir(&dir).and_then(|()| fsutil::replace(&path, text.as_bytes()));
 }
 
-/// `agent`'s inbox: messages to it or to `all`; an error when the folder cannot be listed.
-pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
-    inbox(ws, agent, false)
-}
-
-/// The unread part of [`try_inbox`] at an agent's turn (its client's hooks): a message it has
-/// read is not read again, and those found to be for others are noted, not to be read again.
-pub fn unread_at_turn(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
-    inbox(ws, agent, true)
-}
-
-fn inbox(ws: &Workspace, agent: &AgentId, at_turn: bool) -> Result<Inbox> {
+/// `agent`'s inbox: messages to it or to `all`; an error when the folder cannot be listed. At an
+/// agent's turn (its client's hooks), only the unread part: a message it has read is not read
+/// again, and those found to be for others are noted, not to be read again.
+pub fn inbox(ws: &Workspace, agent: &AgentId, at_turn: bool) -> Result<Inbox> {
     let me = agent.id();
     let known = Known::of(ws.root(), me);
-    let skip = |id: &str| match at_turn {
-        true => known.settled(id),
-        false => known.others.contains(id),
-    };
+    let skip = |id: &str| known.others.contains(id) || at_turn && known.read.contains(id);
     let (all, skipped) = scan(ws.root(), skip)?;
     let (mine, others): (Vec<Message>, Vec<Message>) = all.into_iter().partition(|m| m.is_for(me));
     if at_turn {
         note_others(ws.root(), me, &known.others, &others);
     }
-    let messages = mine
-        .into_iter()
-        .map(|m| InboxEntry {
-            unread: is_unread(&m, me, &known.read),
-            message: m,
-        })
-        .collect();
+    let entry = |message: Message| InboxEntry {
+        unread: is_unread(&message, me, &known.read),
+        message,
+    };
+    let messages = mine.into_iter().map(entry).collect();
     Ok(Inbox { messages, skipped })
 }
 
@@ -356,13 +340,11 @@ fn count_unread(
     if all.is_empty() {
         return agents.iter().map(|a| (a.clone(), 0)).collect();
     }
-    let counts = agents.iter().zip(known()).map(|(agent, known)| {
-        let n = (all.iter())
-            .filter(|m| is_unread(m, agent, &known.read))
-            .count();
+    let count = |(agent, k): (&String, Known)| {
+        let n = all.iter().filter(|m| is_unread(m, agent, &k.read)).count();
         (agent.clone(), n)
-    });
-    counts.collect()
+    };
+    agents.iter().zip(known()).map(count).collect()
 }
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.
@@ -401,7 +383,7 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
     // Subscribed before the first look: a message sent in between is still seen.
     let mut watch = FolderWatch::new(std::slice::from_ref(&dir));
     loop {
-        let inbox = try_inbox(ws, agent)?;
+        let inbox = inbox(ws, agent, false)?;
         if inbox.unread().next().is_some() {
             return Ok(inbox);
         }

@@ -42,13 +42,8 @@ pub fn note(
     if one_line(text).is_empty() {
         return Err(Error::bad_input("the note is empty"));
     }
-    let lock = process_lock(
-        agent,
-        std::slice::from_ref(target),
-        wait,
-        "writing a note",
-        true,
-    );
+    let targets = std::slice::from_ref(target);
+    let lock = process_lock(agent, targets, wait, "writing a note", true);
     // The line is appended under the workspace mutex, while the lock is still ours; synced after.
     let append = |fence: &Fence, took_lock| {
         let line = format_line(&clock::now(), agent, text);

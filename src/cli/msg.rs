@@ -111,7 +111,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ctx.emit(&sent_json(&sent), || sent.id.clone());
         }
         MsgCommand::List { unread } => {
-            let inbox = message::try_inbox(&ws, &ctx.agent()?)?;
+            let inbox = message::inbox(&ws, &ctx.agent()?, false)?;
             for s in &inbox.skipped {
                 let (path, why) = (output::clean(&s.path), output::clean(&s.why));
                 output::diag(&format!("warning: skipped `{path}`: {why}"));

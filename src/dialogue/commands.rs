@@ -56,9 +56,9 @@ impl UserCommand {
         let list = participants.join(", ");
         let why = format!("`{text}` names no participant of this dialogue (participants: {list})");
         let found = participants.iter().find(|p| same_id(p, id));
-        found
-            .map(|p| UserCommand::Only(p.clone()))
-            .ok_or_else(|| Error::bad_input(why))
+        Ok(UserCommand::Only(
+            found.ok_or_else(|| Error::bad_input(why))?.clone(),
+        ))
     }
 
     /// The line as coord writes it.
@@ -99,10 +99,8 @@ pub(crate) fn judge(
     newer_than_last_message: bool,
 ) -> CommandState {
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines
-        .iter()
-        .rposition(|l| UserCommand::parse(l) == Some(UserCommand::Reset))
-        .map_or(0, |i| i + 1);
+    let reset = |l: &&str| UserCommand::parse(l) == Some(UserCommand::Reset);
+    let start = lines.iter().rposition(reset).map_or(0, |i| i + 1);
     let mut st = CommandState {
         lines: lines.len(),
         ..CommandState::default()
@@ -133,11 +131,8 @@ mod tests {
         for line in ["USER-ONLY", "-ONLY", "PRIORITY:", "hello"] {
             assert_eq!(UserCommand::parse(line), None, "{line}");
         }
-        let st = judge(
-            "END-SESSION\nRESET\nPAUSE\nRESUME\nPRIORITY: tests\n",
-            Some(0),
-            false,
-        );
+        let text = "END-SESSION\nRESET\nPAUSE\nRESUME\nPRIORITY: tests\n";
+        let st = judge(text, Some(0), false);
         let got = (st.ended, st.paused, st.priority.as_deref());
         assert_eq!(got, (false, false, Some("tests")));
         for (newer, only) in [(true, Some("AGENT-2")), (false, None)] {

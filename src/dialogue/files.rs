@@ -70,11 +70,8 @@ pub(crate) const PROPOSE_END: &str = MARKERS[2];
 pub(crate) fn parse_marker(text: &str) -> Result<String> {
     const CHANGE: &str = "PROPOSE-TOPIC-CHANGE:";
     let t = text.trim();
-    let t = t
-        .strip_prefix('[')
-        .and_then(|t| t.strip_suffix(']'))
-        .unwrap_or(t)
-        .trim();
+    let bare = t.strip_prefix('[').and_then(|t| t.strip_suffix(']'));
+    let t = bare.unwrap_or(t).trim();
     let upper = t.to_ascii_uppercase();
     if let Some(m) = MARKERS.iter().find(|m| m[1..m.len() - 1] == upper) {
         return Ok(m.to_string());
@@ -172,20 +169,17 @@ fn parse_header(line: &str, line_no: usize) -> Option<MessageHead> {
     let rest = line.strip_prefix(HEADER_START)?;
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     let number = rest[..digits].parse().ok().filter(|_| digits <= 12)?;
-    let (speaker, after) = rest[digits..]
-        .trim_start()
-        .strip_prefix('[')?
-        .split_once(']')?;
+    let rest = rest[digits..].trim_start().strip_prefix('[')?;
+    let (speaker, after) = rest.split_once(']')?;
     let after = after.trim();
     let time = after
         .strip_prefix(['-', '\u{2013}'])
         .unwrap_or(after)
         .trim();
-    let (speaker, time) = (speaker.trim().to_string(), time.to_string());
     Some(MessageHead {
         number,
-        speaker,
-        time,
+        speaker: speaker.trim().to_string(),
+        time: time.to_string(),
         line: line_no,
     })
 }
@@ -301,10 +295,8 @@ impl StatusDoc {
     }
 
     pub fn message_count(&self) -> u64 {
-        self.0
-            .get("message_count")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
+        let count = self.0.get("message_count").and_then(Value::as_u64);
+        count.unwrap_or(0)
     }
 
     pub fn topic(&self) -> Option<&str> {
@@ -314,12 +306,9 @@ impl StatusDoc {
     /// `participants`, when it lists valid ids (`USER` left out).
     pub fn participants(&self) -> Option<Vec<String>> {
         let list = self.0.get("participants")?.as_array()?;
-        let ids: Vec<String> = list
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|s| validate_id(s).is_ok() && !same_id(s, USER))
-            .map(str::to_string)
-            .collect();
+        let agent = |s: &&str| validate_id(s).is_ok() && !same_id(s, USER);
+        let ids = list.iter().filter_map(Value::as_str).filter(agent);
+        let ids: Vec<String> = ids.map(str::to_string).collect();
         (!ids.is_empty()).then_some(ids)
     }
 

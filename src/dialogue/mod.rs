@@ -75,7 +75,6 @@ impl Dialogue {
 
     fn lock_mutex(&self) -> Result<Guard> {
         self.ws.ensure_state_dir()?;
-        // Where no arbitration holds, refused naming the filesystem.
         self.ws.require_arbitration()?;
         let policy = crate::arbiter::policy(self.ws.root())?;
         let path = layout::dialogue_mutex(&crate::worktree::shared_root(self.ws.root()), &self.rel);
@@ -153,9 +152,7 @@ impl Dialogue {
             .and_then(StatusDoc::participants)
             .or_else(|| conv.participants.clone())
             .unwrap_or_else(|| DEFAULT_AGENTS.map(str::to_string).to_vec());
-        let topic = commands
-            .topic
-            .clone()
+        let topic = (commands.topic.clone())
             .or_else(|| doc.and_then(StatusDoc::topic).map(str::to_string))
             .or_else(|| conv.topic.clone())
             .unwrap_or_default();
@@ -200,10 +197,8 @@ impl Dialogue {
         self.replace(STATUS, &status.render())?;
         self.replace(TURN, &format!("{first}\n"))?;
         let header = files::render_conversation_header(topic, agents, first, &now);
-        match fsutil::create_new(&self.path(CONVERSATION), header.as_bytes())? {
-            true => Ok(()),
-            false => Err(self.already_there()),
-        }
+        let created = fsutil::create_new(&self.path(CONVERSATION), header.as_bytes())?;
+        created.then_some(()).ok_or_else(|| self.already_there())
     }
 
     /// Block until `id` may speak, woken by file events in the folder.
@@ -285,14 +280,9 @@ impl Dialogue {
         }
         fsutil::sync_dir(&dir)?;
         fsutil::sync_dir(&self.folder)?;
-        if let Some(Snapshot {
-            topic,
-            participants: p,
-            commands,
-            ..
-        }) = &old
-        {
-            self.start(topic, p, &p[0], commands.lines)?;
+        if let Some(old) = &old {
+            let p = &old.participants;
+            self.start(&old.topic, p, &p[0], old.commands.lines)?;
         }
         lock.release()?;
         let rel = dir.strip_prefix(self.ws.root()).unwrap_or(&dir);

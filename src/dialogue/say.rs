@@ -71,9 +71,7 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let mut markers: Vec<String> = Vec::new();
     for m in &req.markers {
         let m = files::parse_marker(m)?;
-        if !markers.contains(&m) {
-            markers.push(m);
-        }
+        markers.extend((!markers.contains(&m)).then_some(m));
     }
     let speaker = check_request(&req.speaker, &req.text)?;
     let to = req.to.as_deref().map(speaker_id).transpose()?;
@@ -127,10 +125,8 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     fsutil::append_durable(&d.path(DIALOGUE_CONVERSATION), block.as_bytes())?;
     // Committed: when the turn or status cannot be written, `lock.txt` stays as after a crash,
     // so the next `say` completes this write rather than call it corruption.
-    let mut status = snap
-        .status
-        .clone()
-        .unwrap_or_else(|_| StatusDoc::new(&snap.topic, &snap.participants, &now));
+    let fresh = |_| StatusDoc::new(&snap.topic, &snap.participants, &now);
+    let mut status = snap.status.clone().unwrap_or_else(fresh);
     status.record_message(number, &speaker, &now);
     status.set("commands_read", snap.commands.lines);
     let written = d.replace(DIALOGUE_TURN, &format!("{next}\n"));
@@ -175,10 +171,8 @@ fn next_turn(snap: &Snapshot, speaker: &str, to: Option<&str>, needs_user: bool)
 }
 
 fn round_robin(parts: &[String], after: &str) -> String {
-    match parts.iter().position(|p| same_id(p, after)) {
-        Some(i) => parts[(i + 1) % parts.len()].clone(),
-        None => parts[0].clone(),
-    }
+    let at = parts.iter().position(|p| same_id(p, after));
+    parts[at.map_or(0, |i| (i + 1) % parts.len())].clone()
 }
 
 /// Write the seed's error line to `current-turn.txt`; the error to return.

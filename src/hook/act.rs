@@ -555,7 +555,7 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
 
 /// `ID from SENDER: first line` for each unread message of `agent`.
 fn unread_lines(ws: &Workspace, agent: &AgentId) -> Vec<String> {
-    let inbox = message::unread_at_turn(ws, agent).unwrap_or_default();
+    let inbox = message::inbox(ws, agent, true).unwrap_or_default();
     let line = |m: &message::Message| format!("{} from {}: {}", m.id, m.from, m.first_line());
     inbox.unread().map(|e| line(&e.message)).collect()
 }

@@ -122,12 +122,10 @@ pub(crate) fn fence_for(text: &str) -> String {
 }
 
 fn trimmed_block(lines: &[String]) -> Vec<&str> {
-    let mut block: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
-    while block.last().is_some_and(|l| l.trim().is_empty()) {
-        block.pop();
-    }
-    let start = block.iter().position(|l| !l.trim().is_empty());
-    block.split_off(start.unwrap_or(block.len()))
+    let block: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
+    let text = |l: &&str| !l.trim().is_empty();
+    let (start, end) = (block.iter().position(text), block.iter().rposition(text));
+    block[start.unwrap_or(0)..end.map_or(0, |e| e + 1)].to_vec()
 }
 
 pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
@@ -409,9 +407,8 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
     let Some((h, header)) = doc.body(sec).find_map(|i| Some((i, row(i)?))) else {
         return Ok((None, Vec::new()));
     };
-    let header: Vec<String> = (header.iter())
-        .map(|c| decode_cell(c).to_ascii_lowercase())
-        .collect();
+    let lower = |c: &String| decode_cell(c).to_ascii_lowercase();
+    let header: Vec<String> = header.iter().map(lower).collect();
     let mut cols = [0; 5];
     for (k, name) in COLUMNS.iter().enumerate() {
         cols[k] = header.iter().position(|c| c == name).ok_or_else(|| {
@@ -461,12 +458,11 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
             resolution,
         });
     }
-    let end = h + 2 + rows.len();
     let table = Table {
         cols,
         ncols: header.len(),
+        end: h + 2 + rows.len(),
         rows,
-        end,
     };
     Ok((Some(table), issues))
 }

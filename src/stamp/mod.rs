@@ -14,7 +14,7 @@ use crate::history::{self, Event, Kind};
 use crate::host;
 use crate::layout;
 use crate::lock::{self, Release};
-use crate::presence::{self, AgentState, Unreadable, Update};
+use crate::presence::{self, AgentState, Presence, Unreadable, Update};
 use crate::record::Record;
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
 use crate::worktree::shared_root;
@@ -63,24 +63,19 @@ pub struct Row {
 }
 
 fn opt(value: Option<&str>) -> Option<String> {
-    value
-        .filter(|v| !v.is_empty() && *v != "-")
-        .map(str::to_string)
+    Some(value?.to_string()).filter(|v| !v.is_empty() && v != "-")
 }
 
 impl Row {
     /// Parse row `id`'s file text (the id in the file name is authoritative).
     pub fn parse(id: u64, text: &str) -> std::result::Result<Row, String> {
         let rec = Record::parse(text);
-        let partner_name = rec
-            .get_nonempty("partner_name")
-            .map(str::to_ascii_lowercase)
-            .filter(|n| is_valid_agent_id(n))
-            .ok_or("no valid `partner_name`")?;
-        let status = rec
-            .get("status")
-            .and_then(RowStatus::parse)
-            .ok_or("`status` is not online, offline or crashed")?;
+        let valid = |n: &String| is_valid_agent_id(n);
+        let name = rec.get_nonempty("partner_name");
+        let name = name.map(str::to_ascii_lowercase).filter(valid);
+        let partner_name = name.ok_or("no valid `partner_name`")?;
+        let status = rec.get("status").and_then(RowStatus::parse);
+        let status = status.ok_or("`status` is not online, offline or crashed")?;
         let clocked_in = opt(rec.get("clocked_in")).ok_or("no `clocked_in`")?;
         Ok(Row {
             id,
@@ -119,10 +114,9 @@ impl Row {
 
     /// The last sign of life: `last_heartbeat`, else `clocked_in`.
     pub fn heartbeat(&self) -> Option<Timestamp> {
-        self.last_heartbeat
-            .as_deref()
-            .and_then(clock::parse_timestamp)
-            .or_else(|| clock::parse_timestamp(&self.clocked_in))
+        let parse = clock::parse_timestamp;
+        let hb = self.last_heartbeat.as_deref().and_then(parse);
+        hb.or_else(|| parse(&self.clocked_in))
     }
 
     /// Seconds since the last sign of life.
@@ -275,10 +269,8 @@ fn read_counter(root: &Path) -> Option<u64> {
 /// where the index cannot be made is read whole. Caller holds the mutex.
 fn ensure_index(root: &Path) -> Result<()> {
     let shared = shared_root(root);
-    let (card, dir) = (
-        layout::partners_dir(&shared),
-        layout::partners_open_dir(&shared),
-    );
+    let card = layout::partners_dir(&shared);
+    let dir = layout::partners_open_dir(&shared);
     let indexed = fs::symlink_metadata(&dir).is_ok();
     if !indexed || fsutil::linked_state_folder(&card, true).is_some() {
         // Refuses a card folder that is a symlink.
@@ -307,10 +299,8 @@ fn ensure_index(root: &Path) -> Result<()> {
 /// holds the mutex.
 fn next_id(root: &Path, counter: Option<u64>) -> Result<u64> {
     let counted = counter.unwrap_or_else(|| row_ids(root).max().unwrap_or(0));
-    let id = ids_above(root, counted)
-        .last()
-        .unwrap_or(counted)
-        .saturating_add(1);
+    let last = ids_above(root, counted).last();
+    let id = last.unwrap_or(counted).saturating_add(1);
     let counter = layout::partners_seq(&shared_root(root));
     fsutil::replace(&counter, format!("{id}\n").as_bytes())?;
     Ok(id)
@@ -318,11 +308,9 @@ fn next_id(root: &Path, counter: Option<u64>) -> Result<u64> {
 
 /// The ids of the agents whose presence is ACTIVE at `now`.
 pub(crate) fn active_agents(root: &Path, now: &Timestamp) -> Vec<String> {
+    let active = |p: &Presence| p.state(now) == AgentState::Active;
     let (presences, _) = presence::scan(root);
-    let active = presences
-        .into_iter()
-        .filter(|p| p.state(now) == AgentState::Active);
-    active.map(|p| p.id).collect()
+    presences.into_iter().filter(active).map(|p| p.id).collect()
 }
 
 fn free_name(root: &Path, rows: &[Row]) -> String {
@@ -497,12 +485,8 @@ fn start(
         return Err(e);
     }
 
-    let online = rows
-        .iter()
-        .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
-        .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
-        .cloned()
-        .collect();
+    let alive = |r: &&Row| r.status == RowStatus::Online && r.crash_reason(&now).is_none();
+    let online = rows.iter().filter(alive).cloned().collect();
     for c in &crashed {
         let event = Event::new(Kind::AgentCrashed, agent.id())
             .with("row_session", c.row.session_id.as_str())

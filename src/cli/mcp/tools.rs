@@ -120,7 +120,8 @@ impl Host {
             }
             "msg_list" => {
                 let only_unread = args.bool("unread_only")?.unwrap_or(false);
-                let (listed, text) = msg::list(message::try_inbox(ws, agent)?, only_unread, false);
+                let (listed, text) =
+                    msg::list(message::inbox(ws, agent, false)?, only_unread, false);
                 done(text, &listed)
             }
             "msg_read" => {

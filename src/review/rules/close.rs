@@ -155,10 +155,9 @@ fn missing_for_close(view: &View) -> Vec<String> {
         )),
         Some(_) => {}
     }
-    let last = view.steps.last();
-    if let Some(s) = last.filter(|s| s.status == StepStatus::InProgress) {
-        missing.push(format!("step {:02} is in progress ({})", s.number, s.actor));
-    }
+    let running = |s: &&Step| s.status == StepStatus::InProgress;
+    let last = view.steps.last().filter(running);
+    missing.extend(last.map(|s| format!("step {:02} is in progress ({})", s.number, s.actor)));
     missing
 }
 
@@ -189,17 +188,15 @@ fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
 
 fn co_author(name: &str) -> Option<String> {
     let id = name.to_ascii_lowercase();
-    let domain = [
+    let domains = [
         ("claude", "anthropic.com"),
         ("codex", "openai.com"),
         ("gpt", "openai.com"),
         ("chatgpt", "openai.com"),
         ("gemini", "google.com"),
         ("copilot", "github.com"),
-    ]
-    .into_iter()
-    .find(|(prefix, _)| id.starts_with(prefix))?
-    .1;
+    ];
+    let (_, domain) = domains.into_iter().find(|(p, _)| id.starts_with(p))?;
     // The name starts with one of the prefixes: its first character is ASCII.
     let display = name[..1].to_ascii_uppercase() + &name[1..];
     Some(format!("{display} <noreply@{domain}>"))

@@ -54,9 +54,7 @@ impl Reviews {
         let (v, tracker) = (&t.view, self.rel(&t.path));
         let open = v.open_step().filter(|_| v.meta.status != "closed");
         let stored = open.and_then(|s| v.prompt_for(&s.actor, s.number));
-        let stored = stored
-            .map(|p| &*p.text)
-            .filter(|text| !text.trim().is_empty());
+        let stored = stored.map(|p| &*p.text).filter(|t| !t.trim().is_empty());
         let guided = open.map(|s| self.guide(topic, &tracker, v, s, stored));
         let (output, prompt) = guided.map_or((None, None), |(out, text)| (out, Some(text)));
         let actor = open.map_or(&v.current.next_actor, |s| &s.actor);
