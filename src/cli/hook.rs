@@ -127,7 +127,8 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     // A session coord cannot name, or a payload read only in part: judged on the files it
     // names, nothing written.
     let Some(agent) = agent else {
-        return judged(client, act::judge_untaken(&ws, None, &call, &cwd), nameless, "");
+        let deny = act::judge_untaken(&ws, None, &call, &cwd);
+        return judged(client, deny, nameless, "");
     };
     if let Some(why) = &call.fault {
         let warning = format!(
