@@ -191,7 +191,12 @@ fn killed_collab_writers_leave_only_whole_lines() {
                 committed.push(text);
             }
         }
+        // A killed writer's line may still be in the hands of the process finishing it, which
+        // holds the file's lock until the line is whole: read once the lock is free.
+        let held = std::fs::File::open(env.path("collaboration_file.txt")).ok();
+        held.iter().for_each(|f| f.lock().unwrap());
         let raw = env.read("collaboration_file.txt");
+        drop(held);
         assert!(raw.ends_with('\n'), "the last line is torn");
         let mut seen = BTreeSet::new();
         for (no, line) in raw.lines().enumerate() {
