@@ -113,16 +113,13 @@ impl Places {
             return agent.to_string();
         }
         let tree = e.worktree.clone().unwrap_or_else(|| self.main.clone());
-        let branch = self
-            .branches
-            .entry(tree.clone())
-            .or_insert_with(|| coord::worktree::branch_at(Path::new(&tree)))
-            .clone();
-        let name = coord::worktree::short_name(&tree);
-        match branch {
-            Some(b) => format!("{agent} ({name}, {b})"),
-            None => format!("{agent} ({name})"),
-        }
+        let branch = (self.branches.entry(tree.clone()))
+            .or_insert_with(|| coord::worktree::branch_at(Path::new(&tree)));
+        let branch = branch
+            .as_ref()
+            .map(|b| format!(", {b}"))
+            .unwrap_or_default();
+        format!("{agent} ({}{branch})", coord::worktree::short_name(&tree))
     }
 }
 
@@ -184,13 +181,14 @@ pub fn describe(e: &Event, a: &str) -> String {
             format!("{a} lost the {what} `{p}`: {how} on remote `{remote}` (its lease lapsed)")
         }
         "edit_denied" => format!("{a}'s edit of `{f}` was denied{via}"),
-        "edit_made" => match (e.str("hash_before"), e.str("hash_after")) {
+        "edit_made" => {
             // Hashed alike: the file is back as it was when it was locked (its backup).
-            (Some(b), Some(h)) if b == h => {
-                format!("{a} edited `{f}`{via}: as it was when locked")
-            }
-            _ => format!("{a} edited `{f}`{via}"),
-        },
+            let back = e
+                .str("hash_before")
+                .is_some_and(|b| e.str("hash_after") == Some(b));
+            let back = if back { ": as it was when locked" } else { "" };
+            format!("{a} edited `{f}`{via}{back}")
+        }
         "shell_edit" => {
             let (how, holder) = (s("how"), s("holder"));
             format!("{a}'s shell command {how} `{f}`, held by {holder}{via}")
@@ -417,23 +415,19 @@ fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
 
 /// A cell in its agent's colour: a background for a hold, the foreground for a wait or a mark.
 fn paint_cell(text: &str, agent: usize, color: bool, light: bool) -> String {
-    if !color {
-        return text.to_string();
-    }
     const COLOURS: [u8; 6] = [4, 2, 5, 6, 3, 1];
     let c = COLOURS[agent % COLOURS.len()];
-    if light {
-        format!("\x1b[1;3{c}m{text}\x1b[0m")
+    let code = if light {
+        format!("1;3{c}")
     } else {
-        format!("\x1b[30;4{c}m{text}\x1b[0m")
-    }
+        format!("30;4{c}")
+    };
+    output::paint(text, &code, color)
 }
 
 fn put(line: &mut [char], at: usize, text: &str) {
-    for (i, ch) in text.chars().enumerate() {
-        if let Some(c) = line.get_mut(at + i) {
-            *c = ch;
-        }
+    for (c, ch) in line.iter_mut().skip(at).zip(text.chars()) {
+        *c = ch;
     }
 }
 

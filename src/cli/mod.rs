@@ -367,7 +367,7 @@ pub fn run() -> ExitCode {
     let _ = output::COLOR_CHOICE.set(cli.global.color);
     let result = execute(cli, dir_given, agent_flag);
     let history = coord::history::take_warning();
-    // Said once: the history's warning may be about the same link.
+    // The history's warning may be about the same link: said once.
     let link = coord::fsutil::take_link_warning().filter(|(link, _)| {
         !history
             .as_ref()
@@ -393,11 +393,9 @@ pub fn run() -> ExitCode {
 
 /// Run the parsed command line, in DIR after `-C DIR`.
 fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCode> {
-    // Where the kernel cannot name the current directory any more (a FUSE mount that dropped
-    // and made anew the folder's inode, as smbnetfs does under load: `getcwd` then fails with
-    // `ENOENT`), the shell's `PWD` when that is an absolute path to a folder. A hook takes it
-    // even when the folder is gone (removed while the client ran in it): the workspace around
-    // it still holds the files the client edits.
+    // When `getcwd` fails (a FUSE mount remade the folder's inode), the shell's absolute `PWD`;
+    // a hook takes it even when the folder is gone, as the workspace around it still holds the
+    // files the client edits.
     let hook = matches!(cli.command, Command::Hook(_));
     let mut cwd = std::env::current_dir()
         .or_else(|e| {
@@ -410,8 +408,8 @@ fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCo
         })
         .context("cannot read the current directory")?;
     let demo = matches!(cli.command, Command::Demo(_));
-    // `-C DIR` on the command line: like git, make and cargo, coord works as if started in DIR,
-    // so relative FILEs are read from there (`COORD_DIR` only names the root).
+    // `-C DIR` on the command line: relative FILEs are read from DIR (`COORD_DIR` only names
+    // the root).
     if let Some(dir) = cli.global.dir.as_deref().filter(|_| dir_given) {
         // The demo's `--dir` may name a folder still to be made.
         if demo {
@@ -422,9 +420,8 @@ fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCo
             .to_path_buf();
     }
     let ctx = Ctx {
-        // After `-C`, DIR is the current directory: keep it absolute. The demo plays in a
-        // folder of its own unless `-C` names one: an exported `COORD_DIR` names the user's
-        // workspace, never a place for the demo.
+        // The demo plays in a folder of its own unless `-C` names one: an exported `COORD_DIR`
+        // names the user's workspace.
         dir: match (dir_given, demo) {
             (true, _) => Some(cwd.clone()),
             (false, true) => None,
@@ -440,9 +437,8 @@ fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCo
     dispatch(cli.command, &ctx)
 }
 
-/// Parse the command line; also says whether `-C/--dir` and `-a/--agent` stood on it (rather
-/// than coming from `COORD_DIR`/`COORD_AGENT`). Help asked for is rendered from
-/// [`help_command`].
+/// Parse the command line, and whether `-C/--dir` and `-a/--agent` stood on it; help asked for
+/// is rendered from [`help_command`].
 fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     let mut command = Cli::command();
     for id in ["dir", "agent", "json", "quiet", "color"] {
@@ -469,9 +465,8 @@ fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     Ok((cli, dir_given, agent_flag))
 }
 
-/// The command line as its help, man page and completions show it: every help text reflowed
-/// ([`output::reflow`]), so that clap wraps each paragraph at the terminal's width. Built only
-/// when help is shown (a few hundred help texts: parsing needs none of it).
+/// The command line as help, man page and completions show it: every help text reflowed
+/// ([`output::reflow`]) for clap to wrap at the terminal's width. Built only when shown.
 pub(crate) fn help_command() -> clap::Command {
     fn reflowed(command: clap::Command) -> clap::Command {
         use clap::builder::{Resettable, StyledStr};
@@ -492,8 +487,8 @@ pub(crate) fn help_command() -> clap::Command {
     reflowed(expanded())
 }
 
-/// Whether global option `id` (`-C/--dir`, `-a/--agent`) stood on the command line (rather
-/// than coming from `COORD_DIR`/`COORD_AGENT`), before or after the subcommand's name.
+/// Whether global option `id` stood on the command line (not from the environment), before or
+/// after the subcommand's name.
 fn on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
     std::iter::successors(Some(matches), |m| m.subcommand().map(|(_, sub)| sub))
         .any(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))

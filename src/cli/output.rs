@@ -66,14 +66,10 @@ pub fn error_line(message: &str, hint: Option<&str>) {
 
 /// The `error: …` line and, when known, the `hint: …` line, without a final line break.
 pub fn error_text(message: &str, hint: Option<&str>) -> String {
-    // Messages quote text from files (a holder's name, a reason): clean it here, once, so a
-    // hostile lock file cannot drive the terminal. Line breaks of multi-line messages stay.
+    // Messages quote text from files (a holder's name): cleaned here, once; line breaks stay.
     let keep_lines = |text: &str| text.split('\n').map(clean).collect::<Vec<_>>().join("\n");
-    let mut text = format!("error: {}", keep_lines(message));
-    if let Some(hint) = hint {
-        text.push_str(&format!("\nhint: {}", keep_lines(hint)));
-    }
-    text
+    let hint = hint.map(|h| format!("\nhint: {}", keep_lines(h)));
+    format!("error: {}{}", keep_lines(message), hint.unwrap_or_default())
 }
 
 /// `--color`: when to colour human output.
@@ -174,17 +170,11 @@ pub fn clean(text: &str) -> String {
 /// A block of text from a file (a message, a prompt), for the terminal: newlines and tabs kept,
 /// the `\r` of a CRLF line end dropped, any other control character replaced by `?`.
 pub fn clean_block(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' if chars.peek() == Some(&'\n') => {}
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
+    let keep = |c: char| matches!(c, '\n' | '\t') || !c.is_control();
+    let text = text.replace("\r\n", "\n");
+    text.chars()
+        .map(|c| if keep(c) { c } else { '?' })
+        .collect()
 }
 
 pub struct Cell {
@@ -347,9 +337,7 @@ pub fn cycle(edges: &[coord::lock::deadlock::WaitEdge]) -> String {
 
 /// Say on stderr, for each stale lock an acquisition took over, whose it was and why.
 pub fn took_over_notes(acquired: &[coord::lock::Acquired]) {
-    for line in took_over_lines(acquired) {
-        diag(&line);
-    }
+    took_over_lines(acquired).iter().for_each(|l| diag(l));
 }
 
 /// For each stale lock or claim an acquisition took over, whose it was and why.

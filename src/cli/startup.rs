@@ -105,21 +105,20 @@ pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
         "Clocked in: {partner} (session {session}, row {id}){task}"
     ));
     for c in &s.crashed {
-        out.push(format!(
-            "Marked crashed: earlier session {} (row {}) never clocked out: {}",
-            output::clean(&c.row.session_id),
-            c.row.id,
-            c.why
-        ));
+        let (session, id, why) = (output::clean(&c.row.session_id), c.row.id, &c.why);
+        let line = format!(
+            "Marked crashed: earlier session {session} (row {id}) never clocked out: {why}"
+        );
+        out.push(line);
     }
     if mode == Mode::Verbose {
         out.push(online_text(&s.online));
         out.push(format!("Active agents: {}", s.active_agents.join(", ")));
     }
     if s.recommend_handshake {
+        let n = s.active_agents.len();
         out.push(format!(
-            "Protocol V3 recommended: {} agents are active; run `coord handshake`",
-            s.active_agents.len()
+            "Protocol V3 recommended: {n} agents are active; run `coord handshake`"
         ));
     }
     out

@@ -182,21 +182,15 @@ pub fn render(st: &Status, color: bool) -> String {
         }
     };
     let nested = st.nested.iter().map(|n| {
-        let agents: Vec<String> = n
-            .agents
-            .iter()
+        let agents: Vec<String> = (n.agents.iter())
             .map(|a| format!("{} {}", a.name, a.status))
             .collect();
+        let agents = (!agents.is_empty()).then(|| agents.join(", "));
         let see = format!("coord -C {} status", coord::shell::arg(&n.root));
-        vec![
-            Cell::plain(format!("{}/", n.root)),
-            Cell::plain(if agents.is_empty() {
-                "-".into()
-            } else {
-                agents.join(", ")
-            }),
-            Cell::plain(see),
-        ]
+        let root = format!("{}/", n.root);
+        [root, agents.unwrap_or_else(|| "-".into()), see]
+            .map(Cell::plain)
+            .into()
     });
     let title = "Nested workspaces (their own agents, locks and messages)";
     section(title, &["FOLDER", "AGENTS", "SEE"], nested.collect());

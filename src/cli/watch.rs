@@ -98,11 +98,8 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     match mode {
         Mode::Json => {
-            let started = serde_json::json!({
-                "event": "started",
-                "at": clock::now_string(),
-                "root": before.status.root,
-            });
+            let (at, root) = (clock::now_string(), &before.status.root);
+            let started = serde_json::json!({ "event": "started", "at": at, "root": root });
             feed.say(output::json_text(&started), "", String::new());
         }
         Mode::Screen => {}
@@ -140,19 +137,16 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             for dir in watch::watched_folders(&ws, Some(&after)) {
                 events.add(&dir);
             }
-            for change in watch::diff(&before, &after) {
-                feed.looked(change);
-            }
+            watch::diff(&before, &after)
+                .into_iter()
+                .for_each(|c| feed.looked(c));
             before = after;
             last_look = Instant::now();
             changed = true;
         }
-        let now = Instant::now();
-        changed |= feed.show_held(|t, _| now.duration_since(*t) >= HOLD);
+        changed |= feed.show_held(|t, _| t.elapsed() >= HOLD);
         let over = feed.endings.due(&clock::now());
-        for item in &over {
-            feed.say_item(item);
-        }
+        over.iter().for_each(|item| feed.say_item(item));
         changed |= !over.is_empty();
         if changed && mode == Mode::Screen {
             // Redrawn on every look, not only on changes: ages move.
@@ -180,9 +174,7 @@ impl Feed {
     /// Say the events the history gained. Whether there were any.
     fn poll(&mut self, tail: &mut Tail) -> bool {
         let events = tail.poll_positioned();
-        for (_, e) in &events {
-            self.history(e, true);
-        }
+        events.iter().for_each(|(_, e)| self.history(e, true));
         !events.is_empty()
     }
 
@@ -235,9 +227,7 @@ impl Feed {
             .into_iter()
             .partition(|(t, c)| due(t, c));
         self.held = keep;
-        for (_, c) in &due {
-            self.show(c);
-        }
+        due.iter().for_each(|(_, c)| self.show(c));
         !due.is_empty()
     }
 
