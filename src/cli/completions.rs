@@ -50,10 +50,8 @@ pub fn man(args: ManArgs, _ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut name = String::from("coord");
     for word in &args.command {
         let Some(sub) = cmd.find_subcommand(word).cloned() else {
-            return Err(Error::bad_input(format!(
-                "`{name}` has no command `{word}` (see `{name} --help`)"
-            ))
-            .into());
+            let why = format!("`{name}` has no command `{word}` (see `{name} --help`)");
+            return Err(Error::bad_input(why).into());
         };
         name = format!("{name} {word}");
         // Built, so its display name is the page's title: `coord-lock`.

@@ -61,15 +61,11 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     };
     let exe = std::env::current_exe().context("cannot find the coord binary")?;
     let agents = &NAMES[..usize::from(args.agents)];
-    let demo = Demo {
-        exe,
-        dir,
-        started: Instant::now(),
-    };
+    let started = Instant::now();
+    let demo = Demo { exe, dir, started };
+    let (n, shown) = (agents.len(), demo.dir.display());
     output::line(&format!(
-        "coord demo: {} agents share {} (every line below is a real coord process)",
-        agents.len(),
-        demo.dir.display()
+        "coord demo: {n} agents share {shown} (every line below is a real coord process)"
     ));
     let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
     demo.heading("The agents arrive: each says who it is and what it works on");
@@ -147,9 +143,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
         demo.show(a, "unlock SHARED.txt", &[], 1)
     })?;
     let text = std::fs::read_to_string(&shared).at("read", &shared)?;
+    let n = text.lines().filter(|l| l.starts_with("- ")).count();
     output::line(&format!(
-        "  SHARED.txt now holds {} sections, each written by one holder at a time",
-        text.lines().filter(|l| l.starts_with("- ")).count()
+        "  SHARED.txt now holds {n} sections, each written by one holder at a time"
     ));
 
     demo.heading(
@@ -160,11 +156,13 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
     let run = "run COUNTER.txt --wait 30s -- sh -c";
     each_at_once(&demo, agents, |demo, _, a| demo.quiet(a, run, &[script]))?;
-    let n = std::fs::read_to_string(&counter).at("read", &counter)?;
-    output::line(&format!(
-        "  {} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
+    let (n, count) = (
         agents.len(),
-        n.trim()
+        std::fs::read_to_string(&counter).at("read", &counter)?,
+    );
+    output::line(&format!(
+        "  {n} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
+        count.trim()
     ));
     demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
     each_at_once(&demo, agents, |demo, _, a| {
@@ -214,16 +212,13 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     let file = coord::layout::review_file(&meta, first, topic, &day);
     fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
     let rel = file.strip_prefix(&demo.dir).unwrap_or(&file).display();
-    fsutil::replace(
-        &file,
-        format!(
-            "# Review of SHARED.txt\n\nEvery section is there, one per agent.\n\n\
-             ## Handoff Prompt for Next Actor\n\n\
-             You are {second}, the implementer of review `{topic}`. Read the tracker \
-             `.metadata/reviews/active/{topic}-tracker.md` and answer the review in step 02.\n"
-        )
-        .as_bytes(),
-    )?;
+    let text = format!(
+        "# Review of SHARED.txt\n\nEvery section is there, one per agent.\n\n\
+         ## Handoff Prompt for Next Actor\n\n\
+         You are {second}, the implementer of review `{topic}`. Read the tracker \
+         `.metadata/reviews/active/{topic}-tracker.md` and answer the review in step 02.\n"
+    );
+    fsutil::replace(&file, text.as_bytes())?;
     let step = format!("review step {topic} --action review --output {rel} --summary");
     let summary = "no issues: every section is present";
     demo.show(first, &step, &[summary, "--next", second], 1)?;
@@ -240,9 +235,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     if !status.success() {
         bail!("coord status failed in the demo folder");
     }
+    let d = demo.dir.display();
     output::line(&format!(
-        "\nThe demo folder is {d} (nothing runs in it any more); remove it with: rm -rf {d}",
-        d = demo.dir.display()
+        "\nThe demo folder is {d} (nothing runs in it any more); remove it with: rm -rf {d}"
     ));
     Ok(ExitCode::Success)
 }

@@ -129,11 +129,8 @@ fn hold_mutex(ws: &Workspace, d: Duration, ctx: &Ctx) -> anyhow::Result<ExitCode
     let started = std::time::Instant::now();
     let guard = ws.lock_mutex()?;
     if !ctx.quiet && !ctx.json {
-        output::line(&format!(
-            "holding the workspace mutex ({}) for {}",
-            ws.policy()?.arbitration.as_str(),
-            clock::format_duration(d)
-        ));
+        let (how, d) = (ws.policy()?.arbitration.as_str(), clock::format_duration(d));
+        output::line(&format!("holding the workspace mutex ({how}) for {d}"));
     }
     std::thread::sleep(d);
     let kept = guard.still_held();

@@ -218,10 +218,8 @@ impl Ctx {
     pub fn workspace(&self, positional: Option<&Path>) -> Result<Workspace, Error> {
         let ws = Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)?;
         // A folder under a sync tool cannot keep exclusion between machines: said once.
-        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(
-            ws.root(),
-            &coord::worktree::shared_root(ws.root()),
-        ) {
+        let shared = coord::worktree::shared_root(ws.root());
+        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(ws.root(), &shared) {
             output::diag(&format!("warning: {warning}"));
         }
         Ok(ws)

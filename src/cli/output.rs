@@ -351,19 +351,14 @@ pub fn took_over_lines(acquired: &[coord::lock::Acquired]) -> Vec<String> {
                     (None, Some(file)) => ("lock", file),
                     (None, None) => ("lock", &a.file),
                 };
-                format!(
-                    "note: took over the stale {what} of {} on `{on}` ({})",
-                    clean(&t.from),
-                    t.why
-                )
+                let (from, why) = (clean(&t.from), &t.why);
+                format!("note: took over the stale {what} of {from} on `{on}` ({why})")
             })
         })
         .chain(acquired.iter().filter(|a| a.backup_kept).map(|a| {
+            let (file, backup) = (&a.file, a.backup.as_deref().unwrap_or_default());
             format!(
-                "note: `{}` may hold their unfinished edit; their backup `{}` (as it was before it) is kept: put it back with `coord restore {}`",
-                a.file,
-                a.backup.as_deref().unwrap_or_default(),
-                a.file
+                "note: `{file}` may hold their unfinished edit; their backup `{backup}` (as it was before it) is kept: put it back with `coord restore {file}`"
             )
         }))
         .collect()
@@ -371,10 +366,10 @@ pub fn took_over_lines(acquired: &[coord::lock::Acquired]) -> Vec<String> {
 
 /// Warn about each refreshed lock that `agent` had taken from another shell or session.
 pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::lock::Acquired]) {
+    let agent = clean(agent);
     for a in acquired.iter().filter(|a| a.held_from.is_some()) {
         diag(&format!(
-            "warning: {} already holds `{}` from another session; the lock was refreshed, not taken (one agent name in two shells excludes nothing: give each shell its own `COORD_AGENT`)",
-            clean(agent),
+            "warning: {agent} already holds `{}` from another session; the lock was refreshed, not taken (one agent name in two shells excludes nothing: give each shell its own `COORD_AGENT`)",
             a.file
         ));
     }

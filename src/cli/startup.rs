@@ -67,15 +67,12 @@ pub fn partner_choice(partner: Option<&str>, ctx: &Ctx) -> Result<Partner, Error
         (Some(p), None) if p.eq_ignore_ascii_case(NEW_PARTNER) => Ok(Partner::New),
         (Some(p), Some(a)) if p.eq_ignore_ascii_case(NEW_PARTNER) => {
             Err(Error::bad_input(format!(
-                "`--partner new` asks for a fresh name, but the agent `{}` is also given (by `--agent` or `COORD_AGENT`); drop one of them",
-                a.id()
+                "`--partner new` asks for a fresh name, but the agent `{a}` is also given (by `--agent` or `COORD_AGENT`); drop one of them"
             )))
         }
         (Some(p), agent) => match (AgentId::parse(p)?, agent) {
             (p, Some(a)) if a.id() != p.id() => Err(Error::bad_input(format!(
-                "`--partner {}` and the agent `{}` (by `--agent` or `COORD_AGENT`) differ; give only one",
-                p.id(),
-                a.id()
+                "`--partner {p}` and the agent `{a}` (by `--agent` or `COORD_AGENT`) differ; give only one"
             ))),
             (p, _) => Ok(Partner::Named(p)),
         },

@@ -197,10 +197,8 @@ impl Feed {
             }
         }
         // A lock taken or refused concludes its taker's wait: the wait's held end is shown now.
-        if matches!(
-            e.event.as_str(),
-            "lock_taken" | "lock_taken_over" | "lock_refused"
-        ) {
+        let concludes = ["lock_taken", "lock_taken_over", "lock_refused"];
+        if concludes.contains(&e.event.as_str()) {
             self.show_held(|_, c| {
                 matches!(c, Change::WaitEnded { agent, file }
                     if *agent == e.agent && Some(file.as_str()) == e.file.as_deref())
@@ -375,12 +373,9 @@ fn describe(change: &Change) -> String {
             agent,
             file,
             waits_for,
-        } => match waits_for.is_empty() {
-            true => format!("{agent} waits in line for `{file}`"),
-            false => format!(
-                "{agent} waits for `{file}` held by {}",
-                waits_for.join(", ")
-            ),
+        } => match waits_for.join(", ") {
+            holders if holders.is_empty() => format!("{agent} waits in line for `{file}`"),
+            holders => format!("{agent} waits for `{file}` held by {holders}"),
         },
         Change::WaitEnded { agent, file } => format!("{agent} no longer waits for `{file}`"),
         Change::Deadlock { cycle } => format!("DEADLOCK: {}", output::cycle(cycle)),

@@ -64,11 +64,9 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let working = output::working_on(working.as_deref());
             let process = l.pid.map(|p| format!(", process {p}")).unwrap_or_default();
             // The file itself, also when a pattern was asked about.
+            let (file, name, state) = (&l.file, output::clean(&l.name), l.state.as_str());
             output::line(&format!(
-                "{}: held by {} since {since} ({ago}){working} [{}{process}]",
-                l.file,
-                output::clean(&l.name),
-                l.state.as_str()
+                "{file}: held by {name} since {since} ({ago}){working} [{state}{process}]"
             ));
         }
     }

@@ -207,12 +207,9 @@ pub fn take_warning() -> Option<String> {
 /// after which events are dropped): the environment, else `.coord/config`, else the defaults.
 /// A value that cannot be read is ignored (the default holds).
 fn bounds(root: &Path) -> (u64, Duration) {
-    let config = fsutil::read_text_capped(
-        &layout::config(&crate::worktree::shared_root(root)),
-        64 * 1024,
-    )
-    .ok()
-    .map(|(t, _)| Record::parse(&t));
+    let path = layout::config(&crate::worktree::shared_root(root));
+    let config = fsutil::read_text_capped(&path, 64 * 1024).ok();
+    let config = config.map(|(t, _)| Record::parse(&t));
     let setting = |env: &str, key: &str| {
         std::env::var(env)
             .ok()
