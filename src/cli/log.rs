@@ -287,12 +287,8 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
     if keys.is_empty() {
         return "no locks, waits or denials to draw\n".to_string();
     }
-    let label_w = keys
-        .iter()
-        .map(|k| k.chars().count())
-        .max()
-        .unwrap_or(4)
-        .clamp(7, (width / 3).max(7));
+    let longest = keys.iter().map(|k| k.chars().count()).max().unwrap_or(0);
+    let label_w = longest.clamp(7, (width / 3).max(7));
     let bar_w = width.saturating_sub(label_w + 3).max(10);
     let col = |t: &Timestamp| -> usize {
         let ms = (*t - start).num_milliseconds().clamp(0, span_ms);
@@ -334,11 +330,11 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
     let mut out = format!("{}\n", output::title(&output::fit(&head, width), color));
     let axis_mid = hms(&(start + chrono::Duration::milliseconds(span_ms / 2)));
     let mut axis = vec![' '; bar_w];
-    put(&mut axis, 0, &format!("|{}", hms(&start)));
+    put(&mut axis, 0, &format!("|{from}"));
     if bar_w >= 40 {
         put(&mut axis, bar_w / 2 - 4, &axis_mid);
     }
-    let right = format!("{}|", hms(&end));
+    let right = format!("{to}|");
     put(&mut axis, bar_w.saturating_sub(right.len()), &right);
     let axis: String = axis.into_iter().collect();
     out.push_str(&format!("{:label_w$} │{axis}\n", ""));
@@ -351,13 +347,13 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
             out.push('\n');
         }
     }
-    let mut legend: Vec<(String, usize)> = agents
-        .iter()
-        .enumerate()
+    let mut legend: Vec<(String, usize)> = (agents.iter().enumerate())
         .map(|(i, a)| {
             let (l, a) = (letter(i).to_string(), clean(a));
-            let n = 2 + a.chars().count();
-            (format!("{} {a}", paint_cell(&l, i, color, false)), n)
+            (
+                format!("{} {a}", paint_cell(&l, i, color, false)),
+                2 + a.chars().count(),
+            )
         })
         .collect();
     legend.extend(

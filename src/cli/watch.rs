@@ -137,9 +137,9 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             for dir in watch::watched_folders(&ws, Some(&after)) {
                 events.add(&dir);
             }
-            watch::diff(&before, &after)
-                .into_iter()
-                .for_each(|c| feed.looked(c));
+            for change in watch::diff(&before, &after) {
+                feed.looked(change);
+            }
             before = after;
             last_look = Instant::now();
             changed = true;
