@@ -156,13 +156,10 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
     let run = "run COUNTER.txt --wait 30s -- sh -c";
     each_at_once(&demo, agents, |demo, _, a| demo.quiet(a, run, &[script]))?;
-    let (n, count) = (
-        agents.len(),
-        std::fs::read_to_string(&counter).at("read", &counter)?,
-    );
+    let count = std::fs::read_to_string(&counter).at("read", &counter)?;
+    let (n, count) = (agents.len(), count.trim());
     output::line(&format!(
-        "  {n} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
-        count.trim()
+        "  {n} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {count}"
     ));
     demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
     each_at_once(&demo, agents, |demo, _, a| {

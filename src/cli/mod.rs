@@ -319,9 +319,8 @@ fn exit_on_signals(signals: &[i32]) -> Result<(), Error> {
 }
 
 pub fn run() -> ExitCode {
-    if std::env::args_os().nth(1).as_deref()
-        == Some(std::ffi::OsStr::new(coord::fsutil::FINISH_APPEND_ARG))
-    {
+    let first = std::env::args_os().nth(1);
+    if first.is_some_and(|a| a == coord::fsutil::FINISH_APPEND_ARG) {
         return ExitCode::Passthrough(coord::fsutil::finish_append());
     }
     coord::fsutil::finish_appends();
@@ -345,9 +344,8 @@ pub fn run() -> ExitCode {
             if args.any(|a| a == "--json") {
                 let detail = e.render().to_string();
                 let first = detail
-                    .lines()
-                    .next()
-                    .and_then(|l| l.strip_prefix("error: "));
+                    .strip_prefix("error: ")
+                    .and_then(|d| d.lines().next());
                 let usage = Described {
                     message: first.map_or_else(|| e.kind().to_string(), str::to_string),
                     hint: Some("see `coord help`".into()),

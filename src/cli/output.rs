@@ -101,22 +101,15 @@ pub fn color_enabled() -> bool {
 /// How wide a line of a table may be: `COLUMNS` when set (at most 65,535, the widest a terminal
 /// reports), else the terminal's width when stdout is one; `None` (no limit) into a pipe or file.
 pub fn terminal_width() -> Option<usize> {
-    if let Some(n) = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-    {
+    let columns = std::env::var("COLUMNS").ok();
+    let columns = columns.and_then(|c| c.trim().parse::<usize>().ok());
+    if let Some(n) = columns.filter(|n| *n > 0) {
         return Some(n.min(usize::from(u16::MAX)));
     }
-    let out = std::io::stdout();
-    if !out.is_terminal() {
-        return None;
-    }
+    // Not a terminal (a pipe, a file): no size.
     use std::os::fd::AsFd as _;
-    rustix::termios::tcgetwinsize(out.as_fd())
-        .ok()
-        .map(|w| usize::from(w.ws_col))
-        .filter(|n| *n > 0)
+    let size = rustix::termios::tcgetwinsize(std::io::stdout().as_fd()).ok()?;
+    Some(usize::from(size.ws_col)).filter(|n| *n > 0)
 }
 
 /// The SGR colour codes of states: good (ACTIVE, LIVE held by you), needs attention (INACTIVE,
@@ -267,21 +260,16 @@ pub fn wrap(text: &str, width: usize, indent: usize) -> String {
     let width = width.max(indent + 10);
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
-    let mut len = 0;
     for word in text.split(' ') {
         let room = |lines: &Vec<String>| width - if lines.is_empty() { 0 } else { indent };
-        let n = word.chars().count();
-        if len > 0 && len + 1 + n > room(&lines) {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > room(&lines) {
             lines.push(std::mem::take(&mut line));
-            len = 0;
         }
-        let word = fit(word, room(&lines));
-        if len > 0 {
+        if !line.is_empty() {
             line.push(' ');
-            len += 1;
         }
-        len += word.chars().count();
-        line.push_str(&word);
+        line.push_str(&fit(word, room(&lines)));
     }
     lines.push(line);
     lines.join(&format!("\n{}", " ".repeat(indent)))
@@ -292,9 +280,8 @@ pub fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_string();
     }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+    let cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut + "…"
 }
 
 /// `3m ago`, or `-`.

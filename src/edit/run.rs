@@ -114,8 +114,8 @@ pub fn run(
     // Waiters are told the program's file name.
     let name = Path::new(program)
         .file_name()
-        .unwrap_or(program.as_os_str())
-        .to_string_lossy();
+        .unwrap_or(program.as_os_str());
+    let name = name.to_string_lossy();
     let name: String = name.chars().filter(|c| !c.is_control()).take(60).collect();
     let reason = format!("coord run {name}");
     let lock_req = LockRequest {

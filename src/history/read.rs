@@ -105,11 +105,8 @@ fn read_file(path: &Path, cap: u64) -> Vec<Event> {
 pub fn read(root: &Path, filter: &Filter) -> Vec<Event> {
     let (paths, cap, oldest) = generations(root);
     let kept = |e: &Event| e.time().is_some_and(|t| t >= oldest) && filter.keeps(e);
-    let mut events: Vec<Event> = paths
-        .iter()
-        .flat_map(|p| read_file(p, cap))
-        .filter(kept)
-        .collect();
+    let events = paths.iter().flat_map(|p| read_file(p, cap));
+    let mut events: Vec<Event> = events.filter(kept).collect();
     // Stable: events of one instant stay in the order they were written.
     events.sort_by_cached_key(Event::time);
     events
