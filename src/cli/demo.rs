@@ -83,29 +83,20 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     // The payloads the clients send (tests/fixtures/), built as JSON so any folder name fits.
     let claude = "cedd012c-f1ba-4d70-ad6d-1c65c16ba070";
     let codex = "01a20dbd-c053-7b63-9944-21d2369b8293";
-    let event = |session: &str, name: &str, more: serde_json::Value| {
-        let mut e = json!({
-            "session_id": session, "transcript_path": "/dev/null", "cwd": demo.dir,
-            "hook_event_name": name,
-        });
-        if let (Some(e), serde_json::Value::Object(more)) = (e.as_object_mut(), more) {
-            e.extend(more);
-        }
+    let event = |session: &str, name: &str, mut e: serde_json::Value| {
+        e["session_id"] = session.into();
+        e["transcript_path"] = "/dev/null".into();
+        e["cwd"] = json!(demo.dir);
+        e["hook_event_name"] = name.into();
         e.to_string()
     };
-    let edit = event(
-        claude,
-        "PreToolUse",
-        json!({"tool_name": "Edit",
+    let edit = json!({"tool_name": "Edit",
         "tool_input": {"file_path": file, "old_string": "fn main() {}",
-            "new_string": "fn main() { run() }", "replace_all": false}}),
-    );
-    let patch = event(
-        codex,
-        "PreToolUse",
-        json!({"tool_name": "apply_patch",
-        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"}}),
-    );
+            "new_string": "fn main() { run() }", "replace_all": false}});
+    let edit = event(claude, "PreToolUse", edit);
+    let patch = json!({"tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"}});
+    let patch = event(codex, "PreToolUse", patch);
     let stop = |session: &str| event(session, "Stop", json!({"stop_hook_active": false}));
 
     if let Some(why) = demo.hook(first, "claude", "PreToolUse", &edit)? {
