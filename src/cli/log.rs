@@ -97,10 +97,9 @@ pub struct Places {
 
 impl Places {
     pub fn of(ws: &Workspace) -> Places {
+        let main = coord::worktree::shared_root(ws.root());
         Places {
-            main: coord::worktree::shared_root(ws.root())
-                .display()
-                .to_string(),
+            main: main.display().to_string(),
             several: coord::worktree::trees(ws.root()).len() > 1,
             branches: HashMap::new(),
         }

@@ -29,10 +29,8 @@ pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     let st = status::document(&ws, args.all);
     ctx.emit(&st, || render(&st, output::color_enabled()));
-    if !ctx.json
-        && !ctx.quiet
-        && (st.agents.iter().any(|a| a.needs_user.is_some()) || !st.waits.is_empty())
-    {
+    let waiting = st.agents.iter().any(|a| a.needs_user.is_some()) || !st.waits.is_empty();
+    if waiting && !ctx.json && !ctx.quiet {
         output::line(
             "\nhint: agents are waiting; `coord ui` shows who waits for whom, live in a browser",
         );

@@ -134,11 +134,10 @@ impl Event {
 
     /// With `key: value` (a `None` value is left out).
     pub fn with(self, key: &str, value: impl Into<Value>) -> Event {
-        let value = value.into();
-        if value.is_null() {
-            return self;
+        match value.into() {
+            Value::Null => self,
+            value => self.with_null(key, value),
         }
-        self.with_null(key, value)
     }
 
     /// With `key: value`, a `None` value written as `null` (a field readers expect always).
