@@ -324,9 +324,7 @@ fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
     text.push_str(&status::render(st, color));
     text.push('\n');
     if !recent.is_empty() {
-        text.push('\n');
-        text.push_str(&output::title("Latest changes", color));
-        text.push('\n');
+        text.push_str(&format!("\n{}\n", output::title("Latest changes", color)));
         for line in recent.iter().flat_map(|l| l.lines()) {
             text.push_str(&format!("  {line}\n"));
         }
