@@ -78,8 +78,7 @@ pub fn render(st: &Status, color: bool) -> String {
         if rows.is_empty() && empty.is_none() {
             return;
         }
-        out.push(String::new());
-        out.push(output::title(title, color));
+        out.extend([String::new(), output::title(title, color)]);
         match empty {
             Some(none) if rows.is_empty() => out.push(format!("  {none}")),
             _ => out.push(output::table(headers, rows, color)),
@@ -174,8 +173,7 @@ pub fn render(st: &Status, color: bool) -> String {
     }
     let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>| {
         if !rows.is_empty() {
-            out.push(String::new());
-            out.push(output::title(title, color));
+            out.extend([String::new(), output::title(title, color)]);
             out.push(output::table(headers, rows, color));
         }
     };
@@ -278,8 +276,7 @@ pub fn render(st: &Status, color: bool) -> String {
         out.extend(remote_section(r, color));
     }
     if !st.unreadable.is_empty() {
-        out.push(String::new());
-        out.push(output::title("Could not read", color));
+        out.extend([String::new(), output::title("Could not read", color)]);
         for u in &st.unreadable {
             let (path, why) = (output::clean(&u.path), output::clean(&u.why));
             out.push(format!("  {path}: {why}"));

@@ -319,10 +319,11 @@ enum Mode {
 fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
     let color = output::color_enabled();
     let now = time_of(&clock::now_string());
-    let title = output::title("coord watch", color);
-    let mut text = format!("\x1b[H\x1b[2J{title} {now} (Ctrl-C to quit)\n\n");
-    text.push_str(&status::render(st, color));
-    text.push('\n');
+    let (title, view) = (
+        output::title("coord watch", color),
+        status::render(st, color),
+    );
+    let mut text = format!("\x1b[H\x1b[2J{title} {now} (Ctrl-C to quit)\n\n{view}\n");
     if !recent.is_empty() {
         text.push_str(&format!("\n{}\n", output::title("Latest changes", color)));
         for line in recent.iter().flat_map(|l| l.lines()) {
