@@ -205,6 +205,7 @@ impl WaitArgs {
 pub struct Ctx {
     cwd: PathBuf,
     dir: Option<PathBuf>,
+    /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves it) is no name.
     agent: Option<String>,
     /// `-a` stood on the command line (else the name, if any, came from `COORD_AGENT`).
     agent_flag: bool,
@@ -244,22 +245,17 @@ impl Ctx {
 
     /// The agent given with `-a` or `COORD_AGENT`, and nothing else.
     pub fn agent_explicit(&self) -> Result<Option<AgentId>, Error> {
-        self.agent_given().map(AgentId::parse).transpose()
+        self.agent.as_deref().map(AgentId::parse).transpose()
     }
 
     /// The agent client session this process runs in, when no agent is given.
     pub fn session(&self) -> Option<&coord::identity::Session> {
-        if self.agent_given().is_some() {
+        if self.agent.is_some() {
             return None;
         }
         self.session
             .get_or_init(|| coord::identity::current(self.lock_workspace().ok()?.root()))
             .as_ref()
-    }
-
-    /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves it) is no name.
-    fn agent_given(&self) -> Option<&str> {
-        self.agent.as_deref().filter(|name| !name.is_empty())
     }
 
     /// The directory relative FILE arguments are read from.
@@ -424,7 +420,7 @@ fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCo
             (false, false) => cli.global.dir,
         },
         cwd,
-        agent: cli.global.agent,
+        agent: cli.global.agent.filter(|name| !name.is_empty()),
         agent_flag,
         session: std::cell::OnceCell::new(),
         json: cli.global.json,
