@@ -38,11 +38,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     let dir = match &ctx.dir {
         // `-C DIR`: made before the command ran (see `cli::execute`), and resolved.
         Some(d) => {
-            let busy = fsutil::read_dir(d)
-                .with_context(|| format!("cannot read {}", d.display()))?
-                .next()
-                .is_some();
-            if busy {
+            let unreadable = || format!("cannot read {}", d.display());
+            let mut entries = fsutil::read_dir(d).with_context(unreadable)?;
+            if entries.next().is_some() {
                 return Err(Error::BadPath {
                     path: d.display().to_string(),
                     why: "the demo needs an empty or new folder".into(),

@@ -143,14 +143,9 @@ fn online_text(online: &[Row]) -> String {
 
 pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let agent = match partner_choice(args.partner.as_deref(), ctx)? {
-        Partner::Named(a) => a,
-        Partner::New => {
-            return Err(Error::bad_input(
-                "`coord shutdown --partner new` names nobody; give the partner's name",
-            )
-            .into());
-        }
+    let Partner::Named(agent) = partner_choice(args.partner.as_deref(), ctx)? else {
+        let why = "`coord shutdown --partner new` names nobody; give the partner's name";
+        return Err(Error::bad_input(why).into());
     };
     let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
     let scope = session.as_deref().map_or(Scope::Partner, Scope::Session);

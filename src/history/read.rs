@@ -136,11 +136,10 @@ pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
     if !gone.is_empty() {
         dropped += gone.len();
         if !dry_run {
-            let mut bytes = Vec::new();
-            for line in kept.iter().filter_map(|e| serde_json::to_vec(e).ok()) {
-                bytes.extend(line);
-                bytes.push(b'\n');
-            }
+            let lines = kept.iter().filter_map(|e| serde_json::to_vec(e).ok());
+            let bytes: Vec<u8> = lines
+                .flat_map(|line| line.into_iter().chain([b'\n']))
+                .collect();
             fsutil::replace(&log, &bytes)?;
         }
     }
