@@ -114,11 +114,9 @@ impl Places {
         let tree = e.worktree.clone().unwrap_or_else(|| self.main.clone());
         let branch = (self.branches.entry(tree.clone()))
             .or_insert_with(|| coord::worktree::branch_at(Path::new(&tree)));
-        let branch = branch
-            .as_ref()
-            .map(|b| format!(", {b}"))
-            .unwrap_or_default();
-        format!("{agent} ({}{branch})", coord::worktree::short_name(&tree))
+        let (name, branch) = (coord::worktree::short_name(&tree), branch.as_ref());
+        let branch = branch.map(|b| format!(", {b}")).unwrap_or_default();
+        format!("{agent} ({name}{branch})")
     }
 }
 
@@ -182,9 +180,8 @@ pub fn describe(e: &Event, a: &str) -> String {
         "edit_denied" => format!("{a}'s edit of `{f}` was denied{via}"),
         "edit_made" => {
             // Hashed alike: the file is back as it was when it was locked (its backup).
-            let back = e
-                .str("hash_before")
-                .is_some_and(|b| e.str("hash_after") == Some(b));
+            let (before, after) = (e.str("hash_before"), e.str("hash_after"));
+            let back = before.is_some() && before == after;
             let back = if back { ": as it was when locked" } else { "" };
             format!("{a} edited `{f}`{via}{back}")
         }
@@ -349,10 +346,8 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
     let mut legend: Vec<(String, usize)> = (agents.iter().enumerate())
         .map(|(i, a)| {
             let (l, a) = (letter(i).to_string(), clean(a));
-            (
-                format!("{} {a}", paint_cell(&l, i, color, false)),
-                2 + a.chars().count(),
-            )
+            let n = 2 + a.chars().count();
+            (format!("{} {a}", paint_cell(&l, i, color, false)), n)
         })
         .collect();
     legend.extend(
