@@ -41,11 +41,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
             let unreadable = || format!("cannot read {}", d.display());
             let mut entries = fsutil::read_dir(d).with_context(unreadable)?;
             if entries.next().is_some() {
-                return Err(Error::BadPath {
-                    path: d.display().to_string(),
-                    why: "the demo needs an empty or new folder".into(),
-                }
-                .into());
+                let path = d.display().to_string();
+                let why = "the demo needs an empty or new folder".into();
+                return Err(Error::BadPath { path, why }.into());
             }
             d.clone()
         }

@@ -291,9 +291,8 @@ fn stop_on_signals() -> Result<(), Error> {
 }
 
 fn signal_error(e: std::io::Error) -> Error {
-    Error::Failed {
-        message: format!("cannot install the signal handlers: {e}"),
-    }
+    let message = format!("cannot install the signal handlers: {e}");
+    Error::Failed { message }
 }
 
 fn read_stdin(cap: u64) -> std::io::Result<Vec<u8>> {

@@ -155,12 +155,10 @@ pub fn run(
     // command does not start.
     if let Some(signal) = crate::wait::stop_requested() {
         let _ = release();
-        return Err(Error::Interrupted {
-            signal,
-            file: (req.targets.first().map(|t| t.rel.clone()))
-                .or_else(|| req.claims.first().map(|c| c.as_str().to_string()))
-                .unwrap_or_default(),
-        });
+        let file = (req.targets.first().map(|t| t.rel.clone()))
+            .or_else(|| req.claims.first().map(|c| c.as_str().to_string()));
+        let file = file.unwrap_or_default();
+        return Err(Error::Interrupted { signal, file });
     }
     on_event(RunEvent::Locked(&got));
 
