@@ -54,11 +54,10 @@ pub fn collect(
     let mut cache = StateCache::from_presences(&presences, &now);
     let entries = lock::scan_judged(ws, &mut cache, &now, lock::HandMade::Walk);
     unreadable.extend(lock::unreadable(&entries, ws));
-    let mut agents: Vec<AgentView> = presences
+    let others = presences
         .iter()
-        .filter(|p| me.is_none_or(|m| m.id() != p.id))
-        .map(|p| agent_view(p, &now))
-        .collect();
+        .filter(|p| me.is_none_or(|m| m.id() != p.id));
+    let mut agents: Vec<AgentView> = others.map(|p| agent_view(p, &now)).collect();
     let (claims, claims_unread) = lock::claim::judged_or_unreadable(ws.root(), &mut cache, &now);
     unreadable.extend(claims_unread);
     let claims = claims.iter().map(|c| &c.entry);

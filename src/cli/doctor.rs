@@ -53,11 +53,8 @@ pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         return hold_mutex(&ws, d, ctx);
     }
     let diag = doctor::diagnose(ws.root(), &ws.ensure_state_dir()?)?;
-    let clients: Vec<ClientTrust> = Client::ALL
-        .iter()
-        .filter(|c| c.adapter().wired(ws.root()))
-        .map(|c| ClientTrust::of(*c, ws.root()))
-        .collect();
+    let wired = Client::ALL.iter().filter(|c| c.adapter().wired(ws.root()));
+    let clients = wired.map(|c| ClientTrust::of(*c, ws.root())).collect();
     let report = Report {
         diag: &diag,
         clients,

@@ -128,18 +128,12 @@ pub fn run(
     let got = lock::acquire(ws, &lock_req, &lock::Reach::HERE, &mut |e| {
         on_event(RunEvent::Lock(e))
     })?;
-    let held: Vec<(Target, String)> = got
-        .acquired
-        .iter()
-        .filter_map(|a| {
-            let target = req.targets.iter().find(|t| t.rel == a.file)?;
-            Some((target.clone(), a.token.clone()))
-        })
+    let target_of = |a: &lock::Acquired| req.targets.iter().find(|t| t.rel == a.file).cloned();
+    let held: Vec<(Target, String)> = (got.acquired.iter())
+        .filter_map(|a| Some((target_of(a)?, a.token.clone())))
         .collect();
-    let claimed: Vec<(String, String)> = got
-        .acquired
-        .iter()
-        .filter(|a| a.claim)
+    let got_claims = got.acquired.iter().filter(|a| a.claim);
+    let claimed: Vec<(String, String)> = got_claims
         .map(|a| (a.file.clone(), a.token.clone()))
         .collect();
     let release = || -> Result<Vec<lock::Release>> {
