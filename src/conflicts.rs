@@ -107,11 +107,10 @@ pub fn view(ws: &Workspace, deadline: Instant) -> (Vec<Conflict>, Option<String>
         notes.push(why.to_string());
     }
     if git.timed_out {
+        let (secs, n) = (BUDGET.as_secs(), skipped.max(1));
+        let s = if skipped == 1 { "" } else { "s" };
         notes.push(format!(
-            "stopped after {}s: {} pair{} of branches not compared",
-            BUDGET.as_secs(),
-            skipped.max(1),
-            if skipped == 1 { "" } else { "s" }
+            "stopped after {secs}s: {n} pair{s} of branches not compared"
         ));
     }
     (conflicts, (!notes.is_empty()).then(|| notes.join("; ")))

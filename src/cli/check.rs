@@ -54,11 +54,10 @@ pub fn collect(
     let mut cache = StateCache::from_presences(&presences, &now);
     let entries = lock::scan_judged(ws, &mut cache, &now, lock::HandMade::Walk);
     unreadable.extend(lock::unreadable(&entries, ws));
-    let mut agents: Vec<AgentView> = presences
+    let others = presences
         .iter()
-        .filter(|p| me.is_none_or(|m| m.id() != p.id))
-        .map(|p| agent_view(p, &now))
-        .collect();
+        .filter(|p| me.is_none_or(|m| m.id() != p.id));
+    let mut agents: Vec<AgentView> = others.map(|p| agent_view(p, &now)).collect();
     let (claims, claims_unread) = lock::claim::judged_or_unreadable(ws.root(), &mut cache, &now);
     unreadable.extend(claims_unread);
     let claims = claims.iter().map(|c| &c.entry);
@@ -69,11 +68,10 @@ pub fn collect(
         .iter()
         .map(|p| output::clean(&lock::describe_problem(p)));
     let trees = coord::worktree::trees(ws.root());
+    let views = problems.iter().map(|e| lock_view(e, ws, &now, &trees));
     let report = CheckReport {
         agents,
-        problems: (problems.iter())
-            .map(|e| lock_view(e, ws, &now, &trees))
-            .collect(),
+        problems: views.collect(),
         unreadable,
         ok: problems.is_empty(),
     };
@@ -88,14 +86,11 @@ pub fn agent_lines(agents: &[AgentView]) -> Vec<String> {
     agents
         .iter()
         .map(|a| {
-            let mut details = Vec::new();
-            if let Some(w) = &a.working_on {
-                details.push(format!("working on {}", output::clean(w)));
-            }
-            if let Some(f) = &a.current_file {
-                details.push(format!("file {}", output::clean(f)));
-            }
-            details.push(format!("heartbeat {}", output::ago(a.heartbeat_age_s)));
+            let working =
+                (a.working_on.as_ref()).map(|w| format!("working on {}", output::clean(w)));
+            let file = (a.current_file.as_ref()).map(|f| format!("file {}", output::clean(f)));
+            let heartbeat = format!("heartbeat {}", output::ago(a.heartbeat_age_s));
+            let details: Vec<String> = working.into_iter().chain(file).chain([heartbeat]).collect();
             format!("{}: {} ({})", a.agent, a.status, details.join(", "))
         })
         .collect()

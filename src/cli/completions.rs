@@ -50,10 +50,8 @@ pub fn man(args: ManArgs, _ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut name = String::from("coord");
     for word in &args.command {
         let Some(sub) = cmd.find_subcommand(word).cloned() else {
-            return Err(Error::bad_input(format!(
-                "`{name}` has no command `{word}` (see `{name} --help`)"
-            ))
-            .into());
+            let why = format!("`{name}` has no command `{word}` (see `{name} --help`)");
+            return Err(Error::bad_input(why).into());
         };
         name = format!("{name} {word}");
         // Built, so its display name is the page's title: `coord-lock`.
@@ -76,6 +74,10 @@ pub fn man(args: ManArgs, _ctx: &Ctx) -> anyhow::Result<ExitCode> {
 /// names, then the positionals, then the subcommand.
 fn synopsis(cmd: &clap::Command, name: &str) -> String {
     let mut words = vec![name.to_string()];
+    let value_of = |a: &clap::Arg| match a.get_value_names() {
+        Some(names) => names.join(" "),
+        None => a.get_id().as_str().to_uppercase(),
+    };
     let mut options: Vec<&clap::Arg> = cmd
         .get_arguments()
         .filter(|a| !a.is_hide_set() && !a.is_positional())
@@ -89,25 +91,22 @@ fn synopsis(cmd: &clap::Command, name: &str) -> String {
             (None, Some(l)) => format!("--{l}"),
             (None, None) => continue,
         };
-        let takes_value = a.get_num_args().is_some_and(|n| n.takes_values());
-        let value = match a.get_value_names() {
-            Some(names) if takes_value => format!(" {}", names.join(" ")),
-            None if takes_value => format!(" {}", a.get_id().as_str().to_uppercase()),
-            _ => String::new(),
+        let value = match a.get_num_args().is_some_and(|n| n.takes_values()) {
+            true => format!(" {}", value_of(a)),
+            false => String::new(),
         };
         let (word, required) = (format!("{flag}{value}"), a.is_required_set());
         words.push(if required { word } else { format!("[{word}]") });
     }
     for a in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
-        let value = a
-            .get_value_names()
-            .map(|n| n.join(" "))
-            .unwrap_or_else(|| a.get_id().as_str().to_uppercase());
         let many = a.get_num_args().is_some_and(|n| n.max_values() > 1);
         let dots = if many { "..." } else { "" };
-        let required = a.is_required_set();
-        let (open, close) = if required { ("<", ">") } else { ("[", "]") };
-        words.push(format!("{open}{value}{close}{dots}"));
+        let (open, close) = if a.is_required_set() {
+            ("<", ">")
+        } else {
+            ("[", "]")
+        };
+        words.push(format!("{open}{}{close}{dots}", value_of(a)));
     }
     if cmd.has_subcommands() {
         words.push("<COMMAND>".into());

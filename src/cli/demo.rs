@@ -38,16 +38,12 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     let dir = match &ctx.dir {
         // `-C DIR`: made before the command ran (see `cli::execute`), and resolved.
         Some(d) => {
-            let busy = fsutil::read_dir(d)
-                .with_context(|| format!("cannot read {}", d.display()))?
-                .next()
-                .is_some();
-            if busy {
-                return Err(Error::BadPath {
-                    path: d.display().to_string(),
-                    why: "the demo needs an empty or new folder".into(),
-                }
-                .into());
+            let unreadable = || format!("cannot read {}", d.display());
+            let mut entries = fsutil::read_dir(d).with_context(unreadable)?;
+            if entries.next().is_some() {
+                let path = d.display().to_string();
+                let why = "the demo needs an empty or new folder".into();
+                return Err(Error::BadPath { path, why }.into());
             }
             d.clone()
         }
@@ -61,15 +57,11 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     };
     let exe = std::env::current_exe().context("cannot find the coord binary")?;
     let agents = &NAMES[..usize::from(args.agents)];
-    let demo = Demo {
-        exe,
-        dir,
-        started: Instant::now(),
-    };
+    let started = Instant::now();
+    let demo = Demo { exe, dir, started };
+    let (n, shown) = (agents.len(), demo.dir.display());
     output::line(&format!(
-        "coord demo: {} agents share {} (every line below is a real coord process)",
-        agents.len(),
-        demo.dir.display()
+        "coord demo: {n} agents share {shown} (every line below is a real coord process)"
     ));
     let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
     demo.heading("The agents arrive: each says who it is and what it works on");
@@ -87,29 +79,20 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     // The payloads the clients send (tests/fixtures/), built as JSON so any folder name fits.
     let claude = "cedd012c-f1ba-4d70-ad6d-1c65c16ba070";
     let codex = "01a20dbd-c053-7b63-9944-21d2369b8293";
-    let event = |session: &str, name: &str, more: serde_json::Value| {
-        let mut e = json!({
-            "session_id": session, "transcript_path": "/dev/null", "cwd": demo.dir,
-            "hook_event_name": name,
-        });
-        if let (Some(e), serde_json::Value::Object(more)) = (e.as_object_mut(), more) {
-            e.extend(more);
-        }
+    let event = |session: &str, name: &str, mut e: serde_json::Value| {
+        e["session_id"] = session.into();
+        e["transcript_path"] = "/dev/null".into();
+        e["cwd"] = json!(demo.dir);
+        e["hook_event_name"] = name.into();
         e.to_string()
     };
-    let edit = event(
-        claude,
-        "PreToolUse",
-        json!({"tool_name": "Edit",
+    let edit = json!({"tool_name": "Edit",
         "tool_input": {"file_path": file, "old_string": "fn main() {}",
-            "new_string": "fn main() { run() }", "replace_all": false}}),
-    );
-    let patch = event(
-        codex,
-        "PreToolUse",
-        json!({"tool_name": "apply_patch",
-        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"}}),
-    );
+            "new_string": "fn main() { run() }", "replace_all": false}});
+    let edit = event(claude, "PreToolUse", edit);
+    let patch = json!({"tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"}});
+    let patch = event(codex, "PreToolUse", patch);
     let stop = |session: &str| event(session, "Stop", json!({"stop_hook_active": false}));
 
     if let Some(why) = demo.hook(first, "claude", "PreToolUse", &edit)? {
@@ -147,9 +130,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
         demo.show(a, "unlock SHARED.txt", &[], 1)
     })?;
     let text = std::fs::read_to_string(&shared).at("read", &shared)?;
+    let n = text.lines().filter(|l| l.starts_with("- ")).count();
     output::line(&format!(
-        "  SHARED.txt now holds {} sections, each written by one holder at a time",
-        text.lines().filter(|l| l.starts_with("- ")).count()
+        "  SHARED.txt now holds {n} sections, each written by one holder at a time"
     ));
 
     demo.heading(
@@ -160,11 +143,10 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
     let run = "run COUNTER.txt --wait 30s -- sh -c";
     each_at_once(&demo, agents, |demo, _, a| demo.quiet(a, run, &[script]))?;
-    let n = std::fs::read_to_string(&counter).at("read", &counter)?;
+    let count = std::fs::read_to_string(&counter).at("read", &counter)?;
+    let (n, count) = (agents.len(), count.trim());
     output::line(&format!(
-        "  {} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
-        agents.len(),
-        n.trim()
+        "  {n} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {count}"
     ));
     demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
     each_at_once(&demo, agents, |demo, _, a| {
@@ -214,16 +196,13 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     let file = coord::layout::review_file(&meta, first, topic, &day);
     fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
     let rel = file.strip_prefix(&demo.dir).unwrap_or(&file).display();
-    fsutil::replace(
-        &file,
-        format!(
-            "# Review of SHARED.txt\n\nEvery section is there, one per agent.\n\n\
-             ## Handoff Prompt for Next Actor\n\n\
-             You are {second}, the implementer of review `{topic}`. Read the tracker \
-             `.metadata/reviews/active/{topic}-tracker.md` and answer the review in step 02.\n"
-        )
-        .as_bytes(),
-    )?;
+    let text = format!(
+        "# Review of SHARED.txt\n\nEvery section is there, one per agent.\n\n\
+         ## Handoff Prompt for Next Actor\n\n\
+         You are {second}, the implementer of review `{topic}`. Read the tracker \
+         `.metadata/reviews/active/{topic}-tracker.md` and answer the review in step 02.\n"
+    );
+    fsutil::replace(&file, text.as_bytes())?;
     let step = format!("review step {topic} --action review --output {rel} --summary");
     let summary = "no issues: every section is present";
     demo.show(first, &step, &[summary, "--next", second], 1)?;
@@ -240,9 +219,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
     if !status.success() {
         bail!("coord status failed in the demo folder");
     }
+    let d = demo.dir.display();
     output::line(&format!(
-        "\nThe demo folder is {d} (nothing runs in it any more); remove it with: rm -rf {d}",
-        d = demo.dir.display()
+        "\nThe demo folder is {d} (nothing runs in it any more); remove it with: rm -rf {d}"
     ));
     Ok(ExitCode::Success)
 }

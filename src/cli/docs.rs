@@ -72,14 +72,11 @@ pub fn run(args: DocsArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             output::raw(text.as_bytes());
             Ok(ExitCode::Success)
         }
-        None => Err(Error::bad_input(format!(
-            "there is no docs page `{page}`; the pages are {}",
-            PAGES
-                .iter()
-                .map(|(n, _, _)| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .into()),
+        None => {
+            let pages: Vec<String> = PAGES.iter().map(|(n, _, _)| format!("`{n}`")).collect();
+            let pages = pages.join(", ");
+            let why = format!("there is no docs page `{page}`; the pages are {pages}");
+            Err(Error::bad_input(why).into())
+        }
     }
 }

@@ -53,11 +53,8 @@ pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         return hold_mutex(&ws, d, ctx);
     }
     let diag = doctor::diagnose(ws.root(), &ws.ensure_state_dir()?)?;
-    let clients: Vec<ClientTrust> = Client::ALL
-        .iter()
-        .filter(|c| c.adapter().wired(ws.root()))
-        .map(|c| ClientTrust::of(*c, ws.root()))
-        .collect();
+    let wired = Client::ALL.iter().filter(|c| c.adapter().wired(ws.root()));
+    let clients = wired.map(|c| ClientTrust::of(*c, ws.root())).collect();
     let report = Report {
         diag: &diag,
         clients,
@@ -129,11 +126,8 @@ fn hold_mutex(ws: &Workspace, d: Duration, ctx: &Ctx) -> anyhow::Result<ExitCode
     let started = std::time::Instant::now();
     let guard = ws.lock_mutex()?;
     if !ctx.quiet && !ctx.json {
-        output::line(&format!(
-            "holding the workspace mutex ({}) for {}",
-            ws.policy()?.arbitration.as_str(),
-            clock::format_duration(d)
-        ));
+        let (how, d) = (ws.policy()?.arbitration.as_str(), clock::format_duration(d));
+        output::line(&format!("holding the workspace mutex ({how}) for {d}"));
     }
     std::thread::sleep(d);
     let kept = guard.still_held();

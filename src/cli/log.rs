@@ -97,10 +97,9 @@ pub struct Places {
 
 impl Places {
     pub fn of(ws: &Workspace) -> Places {
+        let main = coord::worktree::shared_root(ws.root());
         Places {
-            main: coord::worktree::shared_root(ws.root())
-                .display()
-                .to_string(),
+            main: main.display().to_string(),
             several: coord::worktree::trees(ws.root()).len() > 1,
             branches: HashMap::new(),
         }
@@ -113,16 +112,11 @@ impl Places {
             return agent.to_string();
         }
         let tree = e.worktree.clone().unwrap_or_else(|| self.main.clone());
-        let branch = self
-            .branches
-            .entry(tree.clone())
-            .or_insert_with(|| coord::worktree::branch_at(Path::new(&tree)))
-            .clone();
-        let name = coord::worktree::short_name(&tree);
-        match branch {
-            Some(b) => format!("{agent} ({name}, {b})"),
-            None => format!("{agent} ({name})"),
-        }
+        let branch = (self.branches.entry(tree.clone()))
+            .or_insert_with(|| coord::worktree::branch_at(Path::new(&tree)));
+        let (name, branch) = (coord::worktree::short_name(&tree), branch.as_ref());
+        let branch = branch.map(|b| format!(", {b}")).unwrap_or_default();
+        format!("{agent} ({name}{branch})")
     }
 }
 
@@ -184,13 +178,13 @@ pub fn describe(e: &Event, a: &str) -> String {
             format!("{a} lost the {what} `{p}`: {how} on remote `{remote}` (its lease lapsed)")
         }
         "edit_denied" => format!("{a}'s edit of `{f}` was denied{via}"),
-        "edit_made" => match (e.str("hash_before"), e.str("hash_after")) {
+        "edit_made" => {
             // Hashed alike: the file is back as it was when it was locked (its backup).
-            (Some(b), Some(h)) if b == h => {
-                format!("{a} edited `{f}`{via}: as it was when locked")
-            }
-            _ => format!("{a} edited `{f}`{via}"),
-        },
+            let (before, after) = (e.str("hash_before"), e.str("hash_after"));
+            let back = before.is_some() && before == after;
+            let back = if back { ": as it was when locked" } else { "" };
+            format!("{a} edited `{f}`{via}{back}")
+        }
         "shell_edit" => {
             let (how, holder) = (s("how"), s("holder"));
             format!("{a}'s shell command {how} `{f}`, held by {holder}{via}")
@@ -289,12 +283,8 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
     if keys.is_empty() {
         return "no locks, waits or denials to draw\n".to_string();
     }
-    let label_w = keys
-        .iter()
-        .map(|k| k.chars().count())
-        .max()
-        .unwrap_or(4)
-        .clamp(7, (width / 3).max(7));
+    let longest = keys.iter().map(|k| k.chars().count()).max().unwrap_or(0);
+    let label_w = longest.clamp(7, (width / 3).max(7));
     let bar_w = width.saturating_sub(label_w + 3).max(10);
     let col = |t: &Timestamp| -> usize {
         let ms = (*t - start).num_milliseconds().clamp(0, span_ms);
@@ -336,11 +326,11 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
     let mut out = format!("{}\n", output::title(&output::fit(&head, width), color));
     let axis_mid = hms(&(start + chrono::Duration::milliseconds(span_ms / 2)));
     let mut axis = vec![' '; bar_w];
-    put(&mut axis, 0, &format!("|{}", hms(&start)));
+    put(&mut axis, 0, &format!("|{from}"));
     if bar_w >= 40 {
         put(&mut axis, bar_w / 2 - 4, &axis_mid);
     }
-    let right = format!("{}|", hms(&end));
+    let right = format!("{to}|");
     put(&mut axis, bar_w.saturating_sub(right.len()), &right);
     let axis: String = axis.into_iter().collect();
     out.push_str(&format!("{:label_w$} │{axis}\n", ""));
@@ -353,9 +343,7 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
             out.push('\n');
         }
     }
-    let mut legend: Vec<(String, usize)> = agents
-        .iter()
-        .enumerate()
+    let mut legend: Vec<(String, usize)> = (agents.iter().enumerate())
         .map(|(i, a)| {
             let (l, a) = (letter(i).to_string(), clean(a));
             let n = 2 + a.chars().count();
@@ -417,23 +405,19 @@ fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
 
 /// A cell in its agent's colour: a background for a hold, the foreground for a wait or a mark.
 fn paint_cell(text: &str, agent: usize, color: bool, light: bool) -> String {
-    if !color {
-        return text.to_string();
-    }
     const COLOURS: [u8; 6] = [4, 2, 5, 6, 3, 1];
     let c = COLOURS[agent % COLOURS.len()];
-    if light {
-        format!("\x1b[1;3{c}m{text}\x1b[0m")
+    let code = if light {
+        format!("1;3{c}")
     } else {
-        format!("\x1b[30;4{c}m{text}\x1b[0m")
-    }
+        format!("30;4{c}")
+    };
+    output::paint(text, &code, color)
 }
 
 fn put(line: &mut [char], at: usize, text: &str) {
-    for (i, ch) in text.chars().enumerate() {
-        if let Some(c) = line.get_mut(at + i) {
-            *c = ch;
-        }
+    for (c, ch) in line.iter_mut().skip(at).zip(text.chars()) {
+        *c = ch;
     }
 }
 

@@ -205,6 +205,7 @@ impl WaitArgs {
 pub struct Ctx {
     cwd: PathBuf,
     dir: Option<PathBuf>,
+    /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves it) is no name.
     agent: Option<String>,
     /// `-a` stood on the command line (else the name, if any, came from `COORD_AGENT`).
     agent_flag: bool,
@@ -218,10 +219,8 @@ impl Ctx {
     pub fn workspace(&self, positional: Option<&Path>) -> Result<Workspace, Error> {
         let ws = Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)?;
         // A folder under a sync tool cannot keep exclusion between machines: said once.
-        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(
-            ws.root(),
-            &coord::worktree::shared_root(ws.root()),
-        ) {
+        let shared = coord::worktree::shared_root(ws.root());
+        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(ws.root(), &shared) {
             output::diag(&format!("warning: {warning}"));
         }
         Ok(ws)
@@ -246,22 +245,17 @@ impl Ctx {
 
     /// The agent given with `-a` or `COORD_AGENT`, and nothing else.
     pub fn agent_explicit(&self) -> Result<Option<AgentId>, Error> {
-        self.agent_given().map(AgentId::parse).transpose()
+        self.agent.as_deref().map(AgentId::parse).transpose()
     }
 
     /// The agent client session this process runs in, when no agent is given.
     pub fn session(&self) -> Option<&coord::identity::Session> {
-        if self.agent_given().is_some() {
+        if self.agent.is_some() {
             return None;
         }
         self.session
             .get_or_init(|| coord::identity::current(self.lock_workspace().ok()?.root()))
             .as_ref()
-    }
-
-    /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves it) is no name.
-    fn agent_given(&self) -> Option<&str> {
-        self.agent.as_deref().filter(|name| !name.is_empty())
     }
 
     /// The directory relative FILE arguments are read from.
@@ -297,9 +291,8 @@ fn stop_on_signals() -> Result<(), Error> {
 }
 
 fn signal_error(e: std::io::Error) -> Error {
-    Error::Failed {
-        message: format!("cannot install the signal handlers: {e}"),
-    }
+    let message = format!("cannot install the signal handlers: {e}");
+    Error::Failed { message }
 }
 
 fn read_stdin(cap: u64) -> std::io::Result<Vec<u8>> {
@@ -321,9 +314,8 @@ fn exit_on_signals(signals: &[i32]) -> Result<(), Error> {
 }
 
 pub fn run() -> ExitCode {
-    if std::env::args_os().nth(1).as_deref()
-        == Some(std::ffi::OsStr::new(coord::fsutil::FINISH_APPEND_ARG))
-    {
+    let first = std::env::args_os().nth(1);
+    if first.is_some_and(|a| a == coord::fsutil::FINISH_APPEND_ARG) {
         return ExitCode::Passthrough(coord::fsutil::finish_append());
     }
     coord::fsutil::finish_appends();
@@ -347,9 +339,8 @@ pub fn run() -> ExitCode {
             if args.any(|a| a == "--json") {
                 let detail = e.render().to_string();
                 let first = detail
-                    .lines()
-                    .next()
-                    .and_then(|l| l.strip_prefix("error: "));
+                    .strip_prefix("error: ")
+                    .and_then(|d| d.lines().next());
                 let usage = Described {
                     message: first.map_or_else(|| e.kind().to_string(), str::to_string),
                     hint: Some("see `coord help`".into()),
@@ -367,7 +358,7 @@ pub fn run() -> ExitCode {
     let _ = output::COLOR_CHOICE.set(cli.global.color);
     let result = execute(cli, dir_given, agent_flag);
     let history = coord::history::take_warning();
-    // Said once: the history's warning may be about the same link.
+    // The history's warning may be about the same link: said once.
     let link = coord::fsutil::take_link_warning().filter(|(link, _)| {
         !history
             .as_ref()
@@ -393,11 +384,9 @@ pub fn run() -> ExitCode {
 
 /// Run the parsed command line, in DIR after `-C DIR`.
 fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCode> {
-    // Where the kernel cannot name the current directory any more (a FUSE mount that dropped
-    // and made anew the folder's inode, as smbnetfs does under load: `getcwd` then fails with
-    // `ENOENT`), the shell's `PWD` when that is an absolute path to a folder. A hook takes it
-    // even when the folder is gone (removed while the client ran in it): the workspace around
-    // it still holds the files the client edits.
+    // When `getcwd` fails (a FUSE mount remade the folder's inode), the shell's absolute `PWD`;
+    // a hook takes it even when the folder is gone, as the workspace around it still holds the
+    // files the client edits.
     let hook = matches!(cli.command, Command::Hook(_));
     let mut cwd = std::env::current_dir()
         .or_else(|e| {
@@ -410,8 +399,8 @@ fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCo
         })
         .context("cannot read the current directory")?;
     let demo = matches!(cli.command, Command::Demo(_));
-    // `-C DIR` on the command line: like git, make and cargo, coord works as if started in DIR,
-    // so relative FILEs are read from there (`COORD_DIR` only names the root).
+    // `-C DIR` on the command line: relative FILEs are read from DIR (`COORD_DIR` only names
+    // the root).
     if let Some(dir) = cli.global.dir.as_deref().filter(|_| dir_given) {
         // The demo's `--dir` may name a folder still to be made.
         if demo {
@@ -422,16 +411,15 @@ fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCo
             .to_path_buf();
     }
     let ctx = Ctx {
-        // After `-C`, DIR is the current directory: keep it absolute. The demo plays in a
-        // folder of its own unless `-C` names one: an exported `COORD_DIR` names the user's
-        // workspace, never a place for the demo.
+        // The demo plays in a folder of its own unless `-C` names one: an exported `COORD_DIR`
+        // names the user's workspace.
         dir: match (dir_given, demo) {
             (true, _) => Some(cwd.clone()),
             (false, true) => None,
             (false, false) => cli.global.dir,
         },
         cwd,
-        agent: cli.global.agent,
+        agent: cli.global.agent.filter(|name| !name.is_empty()),
         agent_flag,
         session: std::cell::OnceCell::new(),
         json: cli.global.json,
@@ -440,9 +428,8 @@ fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCo
     dispatch(cli.command, &ctx)
 }
 
-/// Parse the command line; also says whether `-C/--dir` and `-a/--agent` stood on it (rather
-/// than coming from `COORD_DIR`/`COORD_AGENT`). Help asked for is rendered from
-/// [`help_command`].
+/// Parse the command line, and whether `-C/--dir` and `-a/--agent` stood on it; help asked for
+/// is rendered from [`help_command`].
 fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     let mut command = Cli::command();
     for id in ["dir", "agent", "json", "quiet", "color"] {
@@ -469,9 +456,8 @@ fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     Ok((cli, dir_given, agent_flag))
 }
 
-/// The command line as its help, man page and completions show it: every help text reflowed
-/// ([`output::reflow`]), so that clap wraps each paragraph at the terminal's width. Built only
-/// when help is shown (a few hundred help texts: parsing needs none of it).
+/// The command line as help, man page and completions show it: every help text reflowed
+/// ([`output::reflow`]) for clap to wrap at the terminal's width. Built only when shown.
 pub(crate) fn help_command() -> clap::Command {
     fn reflowed(command: clap::Command) -> clap::Command {
         use clap::builder::{Resettable, StyledStr};
@@ -492,8 +478,8 @@ pub(crate) fn help_command() -> clap::Command {
     reflowed(expanded())
 }
 
-/// Whether global option `id` (`-C/--dir`, `-a/--agent`) stood on the command line (rather
-/// than coming from `COORD_DIR`/`COORD_AGENT`), before or after the subcommand's name.
+/// Whether global option `id` stood on the command line (not from the environment), before or
+/// after the subcommand's name.
 fn on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
     std::iter::successors(Some(matches), |m| m.subcommand().map(|(_, sub)| sub))
         .any(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))

@@ -66,14 +66,10 @@ pub fn error_line(message: &str, hint: Option<&str>) {
 
 /// The `error: …` line and, when known, the `hint: …` line, without a final line break.
 pub fn error_text(message: &str, hint: Option<&str>) -> String {
-    // Messages quote text from files (a holder's name, a reason): clean it here, once, so a
-    // hostile lock file cannot drive the terminal. Line breaks of multi-line messages stay.
+    // Messages quote text from files (a holder's name): cleaned here, once; line breaks stay.
     let keep_lines = |text: &str| text.split('\n').map(clean).collect::<Vec<_>>().join("\n");
-    let mut text = format!("error: {}", keep_lines(message));
-    if let Some(hint) = hint {
-        text.push_str(&format!("\nhint: {}", keep_lines(hint)));
-    }
-    text
+    let hint = hint.map(|h| format!("\nhint: {}", keep_lines(h)));
+    format!("error: {}{}", keep_lines(message), hint.unwrap_or_default())
 }
 
 /// `--color`: when to colour human output.
@@ -105,22 +101,15 @@ pub fn color_enabled() -> bool {
 /// How wide a line of a table may be: `COLUMNS` when set (at most 65,535, the widest a terminal
 /// reports), else the terminal's width when stdout is one; `None` (no limit) into a pipe or file.
 pub fn terminal_width() -> Option<usize> {
-    if let Some(n) = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-    {
+    let columns = std::env::var("COLUMNS").ok();
+    let columns = columns.and_then(|c| c.trim().parse::<usize>().ok());
+    if let Some(n) = columns.filter(|n| *n > 0) {
         return Some(n.min(usize::from(u16::MAX)));
     }
-    let out = std::io::stdout();
-    if !out.is_terminal() {
-        return None;
-    }
+    // Not a terminal (a pipe, a file): no size.
     use std::os::fd::AsFd as _;
-    rustix::termios::tcgetwinsize(out.as_fd())
-        .ok()
-        .map(|w| usize::from(w.ws_col))
-        .filter(|n| *n > 0)
+    let size = rustix::termios::tcgetwinsize(std::io::stdout().as_fd()).ok()?;
+    Some(usize::from(size.ws_col)).filter(|n| *n > 0)
 }
 
 /// The SGR colour codes of states: good (ACTIVE, LIVE held by you), needs attention (INACTIVE,
@@ -174,17 +163,11 @@ pub fn clean(text: &str) -> String {
 /// A block of text from a file (a message, a prompt), for the terminal: newlines and tabs kept,
 /// the `\r` of a CRLF line end dropped, any other control character replaced by `?`.
 pub fn clean_block(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' if chars.peek() == Some(&'\n') => {}
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
+    let keep = |c: char| matches!(c, '\n' | '\t') || !c.is_control();
+    let text = text.replace("\r\n", "\n");
+    text.chars()
+        .map(|c| if keep(c) { c } else { '?' })
+        .collect()
 }
 
 pub struct Cell {
@@ -277,21 +260,16 @@ pub fn wrap(text: &str, width: usize, indent: usize) -> String {
     let width = width.max(indent + 10);
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
-    let mut len = 0;
     for word in text.split(' ') {
         let room = |lines: &Vec<String>| width - if lines.is_empty() { 0 } else { indent };
-        let n = word.chars().count();
-        if len > 0 && len + 1 + n > room(&lines) {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > room(&lines) {
             lines.push(std::mem::take(&mut line));
-            len = 0;
         }
-        let word = fit(word, room(&lines));
-        if len > 0 {
+        if !line.is_empty() {
             line.push(' ');
-            len += 1;
         }
-        len += word.chars().count();
-        line.push_str(&word);
+        line.push_str(&fit(word, room(&lines)));
     }
     lines.push(line);
     lines.join(&format!("\n{}", " ".repeat(indent)))
@@ -302,9 +280,8 @@ pub fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_string();
     }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+    let cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut + "…"
 }
 
 /// `3m ago`, or `-`.
@@ -347,9 +324,7 @@ pub fn cycle(edges: &[coord::lock::deadlock::WaitEdge]) -> String {
 
 /// Say on stderr, for each stale lock an acquisition took over, whose it was and why.
 pub fn took_over_notes(acquired: &[coord::lock::Acquired]) {
-    for line in took_over_lines(acquired) {
-        diag(&line);
-    }
+    took_over_lines(acquired).iter().for_each(|l| diag(l));
 }
 
 /// For each stale lock or claim an acquisition took over, whose it was and why.
@@ -363,19 +338,14 @@ pub fn took_over_lines(acquired: &[coord::lock::Acquired]) -> Vec<String> {
                     (None, Some(file)) => ("lock", file),
                     (None, None) => ("lock", &a.file),
                 };
-                format!(
-                    "note: took over the stale {what} of {} on `{on}` ({})",
-                    clean(&t.from),
-                    t.why
-                )
+                let (from, why) = (clean(&t.from), &t.why);
+                format!("note: took over the stale {what} of {from} on `{on}` ({why})")
             })
         })
         .chain(acquired.iter().filter(|a| a.backup_kept).map(|a| {
+            let (file, backup) = (&a.file, a.backup.as_deref().unwrap_or_default());
             format!(
-                "note: `{}` may hold their unfinished edit; their backup `{}` (as it was before it) is kept: put it back with `coord restore {}`",
-                a.file,
-                a.backup.as_deref().unwrap_or_default(),
-                a.file
+                "note: `{file}` may hold their unfinished edit; their backup `{backup}` (as it was before it) is kept: put it back with `coord restore {file}`"
             )
         }))
         .collect()
@@ -383,10 +353,10 @@ pub fn took_over_lines(acquired: &[coord::lock::Acquired]) -> Vec<String> {
 
 /// Warn about each refreshed lock that `agent` had taken from another shell or session.
 pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::lock::Acquired]) {
+    let agent = clean(agent);
     for a in acquired.iter().filter(|a| a.held_from.is_some()) {
         diag(&format!(
-            "warning: {} already holds `{}` from another session; the lock was refreshed, not taken (one agent name in two shells excludes nothing: give each shell its own `COORD_AGENT`)",
-            clean(agent),
+            "warning: {agent} already holds `{}` from another session; the lock was refreshed, not taken (one agent name in two shells excludes nothing: give each shell its own `COORD_AGENT`)",
             a.file
         ));
     }

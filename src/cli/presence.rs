@@ -77,10 +77,9 @@ pub fn refresh(
 
 /// `Presence updated: AGENT ACTIVE (working on …)`.
 pub fn updated_line(view: &AgentView) -> String {
+    let working_on = output::working_on(view.working_on.as_deref());
     format!(
-        "Presence updated: {} {}{}",
-        view.agent,
-        view.status,
-        output::working_on(view.working_on.as_deref())
+        "Presence updated: {} {}{working_on}",
+        view.agent, view.status
     )
 }

@@ -75,14 +75,13 @@ impl WaitProgress {
                     let _ = live.text.send(status(b));
                 }
             }
-            LockEvent::Waiting(b) => output::diag(&format!(
-                "{} [{}; Ctrl-C to stop]",
-                status(b),
-                match self.wait.as_duration() {
+            LockEvent::Waiting(b) => {
+                let until = match self.wait.as_duration() {
                     Some(d) => format!("waiting up to {}", clock::format_duration(d)),
                     None => "waiting with no deadline".to_string(),
-                }
-            )),
+                };
+                output::diag(&format!("{} [{until}; Ctrl-C to stop]", status(b)));
+            }
             LockEvent::Changed(b) => {
                 let now = || output::waiting_line(b).replacen("waiting for", "now", 1);
                 let news = news(b).unwrap_or_else(now);
@@ -116,12 +115,8 @@ fn status(b: &Blocker) -> String {
 }
 
 fn draw(text: &str, started: Instant, wait: Wait) {
-    let mut err = std::io::stderr().lock();
-    let _ = write!(
-        err,
-        "\r\x1b[K{text} [{}; Ctrl-C to stop]",
-        elapsed(started, wait)
-    );
+    let (mut err, elapsed) = (std::io::stderr().lock(), elapsed(started, wait));
+    let _ = write!(err, "\r\x1b[K{text} [{elapsed}; Ctrl-C to stop]");
     let _ = err.flush();
 }
 

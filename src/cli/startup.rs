@@ -67,15 +67,12 @@ pub fn partner_choice(partner: Option<&str>, ctx: &Ctx) -> Result<Partner, Error
         (Some(p), None) if p.eq_ignore_ascii_case(NEW_PARTNER) => Ok(Partner::New),
         (Some(p), Some(a)) if p.eq_ignore_ascii_case(NEW_PARTNER) => {
             Err(Error::bad_input(format!(
-                "`--partner new` asks for a fresh name, but the agent `{}` is also given (by `--agent` or `COORD_AGENT`); drop one of them",
-                a.id()
+                "`--partner new` asks for a fresh name, but the agent `{a}` is also given (by `--agent` or `COORD_AGENT`); drop one of them"
             )))
         }
         (Some(p), agent) => match (AgentId::parse(p)?, agent) {
             (p, Some(a)) if a.id() != p.id() => Err(Error::bad_input(format!(
-                "`--partner {}` and the agent `{}` (by `--agent` or `COORD_AGENT`) differ; give only one",
-                p.id(),
-                a.id()
+                "`--partner {p}` and the agent `{a}` (by `--agent` or `COORD_AGENT`) differ; give only one"
             ))),
             (p, _) => Ok(Partner::Named(p)),
         },
@@ -105,21 +102,20 @@ pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
         "Clocked in: {partner} (session {session}, row {id}){task}"
     ));
     for c in &s.crashed {
-        out.push(format!(
-            "Marked crashed: earlier session {} (row {}) never clocked out: {}",
-            output::clean(&c.row.session_id),
-            c.row.id,
-            c.why
-        ));
+        let (session, id, why) = (output::clean(&c.row.session_id), c.row.id, &c.why);
+        let line = format!(
+            "Marked crashed: earlier session {session} (row {id}) never clocked out: {why}"
+        );
+        out.push(line);
     }
     if mode == Mode::Verbose {
         out.push(online_text(&s.online));
         out.push(format!("Active agents: {}", s.active_agents.join(", ")));
     }
     if s.recommend_handshake {
+        let n = s.active_agents.len();
         out.push(format!(
-            "Protocol V3 recommended: {} agents are active; run `coord handshake`",
-            s.active_agents.len()
+            "Protocol V3 recommended: {n} agents are active; run `coord handshake`"
         ));
     }
     out
@@ -147,14 +143,9 @@ fn online_text(online: &[Row]) -> String {
 
 pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let agent = match partner_choice(args.partner.as_deref(), ctx)? {
-        Partner::Named(a) => a,
-        Partner::New => {
-            return Err(Error::bad_input(
-                "`coord shutdown --partner new` names nobody; give the partner's name",
-            )
-            .into());
-        }
+    let Partner::Named(agent) = partner_choice(args.partner.as_deref(), ctx)? else {
+        let why = "`coord shutdown --partner new` names nobody; give the partner's name";
+        return Err(Error::bad_input(why).into());
     };
     let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
     let scope = session.as_deref().map_or(Scope::Partner, Scope::Session);

@@ -29,10 +29,8 @@ pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     let st = status::document(&ws, args.all);
     ctx.emit(&st, || render(&st, output::color_enabled()));
-    if !ctx.json
-        && !ctx.quiet
-        && (st.agents.iter().any(|a| a.needs_user.is_some()) || !st.waits.is_empty())
-    {
+    let waiting = st.agents.iter().any(|a| a.needs_user.is_some()) || !st.waits.is_empty();
+    if waiting && !ctx.json && !ctx.quiet {
         output::line(
             "\nhint: agents are waiting; `coord ui` shows who waits for whom, live in a browser",
         );
@@ -80,8 +78,7 @@ pub fn render(st: &Status, color: bool) -> String {
         if rows.is_empty() && empty.is_none() {
             return;
         }
-        out.push(String::new());
-        out.push(output::title(title, color));
+        out.extend([String::new(), output::title(title, color)]);
         match empty {
             Some(none) if rows.is_empty() => out.push(format!("  {none}")),
             _ => out.push(output::table(headers, rows, color)),
@@ -176,27 +173,20 @@ pub fn render(st: &Status, color: bool) -> String {
     }
     let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>| {
         if !rows.is_empty() {
-            out.push(String::new());
-            out.push(output::title(title, color));
+            out.extend([String::new(), output::title(title, color)]);
             out.push(output::table(headers, rows, color));
         }
     };
     let nested = st.nested.iter().map(|n| {
-        let agents: Vec<String> = n
-            .agents
-            .iter()
+        let agents: Vec<String> = (n.agents.iter())
             .map(|a| format!("{} {}", a.name, a.status))
             .collect();
+        let agents = (!agents.is_empty()).then(|| agents.join(", "));
         let see = format!("coord -C {} status", coord::shell::arg(&n.root));
-        vec![
-            Cell::plain(format!("{}/", n.root)),
-            Cell::plain(if agents.is_empty() {
-                "-".into()
-            } else {
-                agents.join(", ")
-            }),
-            Cell::plain(see),
-        ]
+        let root = format!("{}/", n.root);
+        [root, agents.unwrap_or_else(|| "-".into()), see]
+            .map(Cell::plain)
+            .into()
     });
     let title = "Nested workspaces (their own agents, locks and messages)";
     section(title, &["FOLDER", "AGENTS", "SEE"], nested.collect());
@@ -286,8 +276,7 @@ pub fn render(st: &Status, color: bool) -> String {
         out.extend(remote_section(r, color));
     }
     if !st.unreadable.is_empty() {
-        out.push(String::new());
-        out.push(output::title("Could not read", color));
+        out.extend([String::new(), output::title("Could not read", color)]);
         for u in &st.unreadable {
             let (path, why) = (output::clean(&u.path), output::clean(&u.why));
             out.push(format!("  {path}: {why}"));

@@ -98,11 +98,8 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     match mode {
         Mode::Json => {
-            let started = serde_json::json!({
-                "event": "started",
-                "at": clock::now_string(),
-                "root": before.status.root,
-            });
+            let (at, root) = (clock::now_string(), &before.status.root);
+            let started = serde_json::json!({ "event": "started", "at": at, "root": root });
             feed.say(output::json_text(&started), "", String::new());
         }
         Mode::Screen => {}
@@ -147,12 +144,9 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             last_look = Instant::now();
             changed = true;
         }
-        let now = Instant::now();
-        changed |= feed.show_held(|t, _| now.duration_since(*t) >= HOLD);
+        changed |= feed.show_held(|t, _| t.elapsed() >= HOLD);
         let over = feed.endings.due(&clock::now());
-        for item in &over {
-            feed.say_item(item);
-        }
+        over.iter().for_each(|item| feed.say_item(item));
         changed |= !over.is_empty();
         if changed && mode == Mode::Screen {
             // Redrawn on every look, not only on changes: ages move.
@@ -180,9 +174,7 @@ impl Feed {
     /// Say the events the history gained. Whether there were any.
     fn poll(&mut self, tail: &mut Tail) -> bool {
         let events = tail.poll_positioned();
-        for (_, e) in &events {
-            self.history(e, true);
-        }
+        events.iter().for_each(|(_, e)| self.history(e, true));
         !events.is_empty()
     }
 
@@ -205,10 +197,8 @@ impl Feed {
             }
         }
         // A lock taken or refused concludes its taker's wait: the wait's held end is shown now.
-        if matches!(
-            e.event.as_str(),
-            "lock_taken" | "lock_taken_over" | "lock_refused"
-        ) {
+        let concludes = ["lock_taken", "lock_taken_over", "lock_refused"];
+        if concludes.contains(&e.event.as_str()) {
             self.show_held(|_, c| {
                 matches!(c, Change::WaitEnded { agent, file }
                     if *agent == e.agent && Some(file.as_str()) == e.file.as_deref())
@@ -235,9 +225,7 @@ impl Feed {
             .into_iter()
             .partition(|(t, c)| due(t, c));
         self.held = keep;
-        for (_, c) in &due {
-            self.show(c);
-        }
+        due.iter().for_each(|(_, c)| self.show(c));
         !due.is_empty()
     }
 
@@ -331,14 +319,13 @@ enum Mode {
 fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
     let color = output::color_enabled();
     let now = time_of(&clock::now_string());
-    let title = output::title("coord watch", color);
-    let mut text = format!("\x1b[H\x1b[2J{title} {now} (Ctrl-C to quit)\n\n");
-    text.push_str(&status::render(st, color));
-    text.push('\n');
+    let (title, view) = (
+        output::title("coord watch", color),
+        status::render(st, color),
+    );
+    let mut text = format!("\x1b[H\x1b[2J{title} {now} (Ctrl-C to quit)\n\n{view}\n");
     if !recent.is_empty() {
-        text.push('\n');
-        text.push_str(&output::title("Latest changes", color));
-        text.push('\n');
+        text.push_str(&format!("\n{}\n", output::title("Latest changes", color)));
         for line in recent.iter().flat_map(|l| l.lines()) {
             text.push_str(&format!("  {line}\n"));
         }
@@ -385,12 +372,9 @@ fn describe(change: &Change) -> String {
             agent,
             file,
             waits_for,
-        } => match waits_for.is_empty() {
-            true => format!("{agent} waits in line for `{file}`"),
-            false => format!(
-                "{agent} waits for `{file}` held by {}",
-                waits_for.join(", ")
-            ),
+        } => match waits_for.join(", ") {
+            holders if holders.is_empty() => format!("{agent} waits in line for `{file}`"),
+            holders => format!("{agent} waits for `{file}` held by {holders}"),
         },
         Change::WaitEnded { agent, file } => format!("{agent} no longer waits for `{file}`"),
         Change::Deadlock { cycle } => format!("DEADLOCK: {}", output::cycle(cycle)),

@@ -28,15 +28,11 @@ pub struct WhoArgs {
 
 pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let asked = args
-        .files
-        .iter()
-        .map(|f| ws.file_arg(ctx.cwd(), f))
-        .collect::<Result<Vec<_>, _>>()?;
+    let asked: Vec<_> =
+        (args.files.iter().map(|f| ws.file_arg(ctx.cwd(), f))).collect::<Result<_, _>>()?;
     let (files, claims_unread) = status::who(&ws, &asked);
     // Its claims still hold: a file they match is not free for all that is shown.
-    if let Some(bad) = claims_unread {
-        let (path, why) = (bad.path, bad.why);
+    if let Some(coord::presence::Unreadable { path, why }) = claims_unread {
         output::diag(&format!(
             "warning: cannot read `{path}`: {why}; the claims in it still hold and are not shown"
         ));
@@ -52,13 +48,11 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         for c in &f.claims {
             let reason = c.reason.as_deref().map(output::clean);
             let reason = (reason.map(|r| format!(" (reason: {r})"))).unwrap_or_default();
+            let (name, pattern) = (output::clean(&c.name), output::clean(&c.pattern));
+            let (ago, state) = (output::ago(c.age_s), c.state.as_str());
+            let file = &f.file;
             output::line(&format!(
-                "{}: claimed by {} with `{}` since {}{reason} [{}]",
-                f.file,
-                output::clean(&c.name),
-                output::clean(&c.pattern),
-                output::ago(c.age_s),
-                c.state.as_str()
+                "{file}: claimed by {name} with `{pattern}` since {ago}{reason} [{state}]"
             ));
         }
         for h in &f.locks {
@@ -70,11 +64,9 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let working = output::working_on(working.as_deref());
             let process = l.pid.map(|p| format!(", process {p}")).unwrap_or_default();
             // The file itself, also when a pattern was asked about.
+            let (file, name, state) = (&l.file, output::clean(&l.name), l.state.as_str());
             output::line(&format!(
-                "{}: held by {} since {since} ({ago}){working} [{}{process}]",
-                l.file,
-                output::clean(&l.name),
-                l.state.as_str()
+                "{file}: held by {name} since {since} ({ago}){working} [{state}{process}]"
             ));
         }
     }

@@ -41,13 +41,9 @@ pub fn run(_args: WhoamiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         (Some(a), Some(s)) => {
             let process = s.process.map(|p| p.pid);
             let process = process.map(|p| format!("; its locks follow client process {p}"));
-            format!(
-                "{a} (session {} of {}, from the {}{})",
-                s.id,
-                s.client.as_str(),
-                s.via,
-                process.unwrap_or_default(),
-            )
+            let (id, client, via) = (&s.id, s.client.as_str(), &s.via);
+            let process = process.unwrap_or_default();
+            format!("{a} (session {id} of {client}, from the {via}{process})")
         }
         _ => "no agent: give one with `-a NAME` or `COORD_AGENT=NAME`, or run coord inside an agent client's session".to_string(),
     });

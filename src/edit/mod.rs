@@ -45,9 +45,8 @@ pub(crate) fn with_own_lock<T>(
     }
     let got = lock::acquire(ws, req, &lock::Reach::HERE, on_event)?;
     let Some(acquired) = got.acquired.into_iter().next() else {
-        return Err(Error::Failed {
-            message: format!("the lock on `{}` was not reported", target.rel),
-        });
+        let message = format!("the lock on `{}` was not reported", target.rel);
+        return Err(Error::Failed { message });
     };
     let done = op(&Fence::Token(acquired.token.clone()), true);
     let released = lock::release_tokens(ws, &req.agent, &[(target.clone(), acquired.token)], true);

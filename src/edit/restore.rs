@@ -42,22 +42,19 @@ pub fn restore(
     on_event: &mut dyn FnMut(&LockEvent),
 ) -> Result<Restored> {
     target.regular_or_absent()?;
-    let bak = layout::backup(&target.abs);
     let (source, source_rel) = if generation <= 1 {
+        let bak = layout::backup(&target.abs);
         let rel = ws.rel(&bak).unwrap_or_else(|| bak.display().to_string());
-        (bak.clone(), rel)
+        (bak, rel)
     } else {
         let all = backup::generations(ws.root(), target)?;
         let Some(g) = all.into_iter().find(|g| g.n == generation) else {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!(
-                    "there is no backup generation {generation} of `{}`; see `coord restore {} --list`",
-                    target.rel,
-                    crate::shell::file(&target.rel)
-                ),
-            ))
-            .at("find the backup", &target.abs);
+            let (rel, file) = (&target.rel, crate::shell::file(&target.rel));
+            let why = format!(
+                "there is no backup generation {generation} of `{rel}`; see `coord restore {file} --list`"
+            );
+            return Err(io::Error::new(io::ErrorKind::NotFound, why))
+                .at("find the backup", &target.abs);
         };
         (g.abs, g.path)
     };
@@ -80,13 +77,8 @@ pub fn restore(
             .at("find the backup", Path::new(&source_rel));
         }
     }
-    let lock = process_lock(
-        agent,
-        std::slice::from_ref(target),
-        wait,
-        "restoring from its backup",
-        false,
-    );
+    let targets = std::slice::from_ref(target);
+    let lock = process_lock(agent, targets, wait, "restoring from its backup", false);
     let generation = generation.max(1);
     let swap = |fence: &Fence, took_lock: bool| -> Result<Restored> {
         let dir = fsutil::parent_of(&target.abs);
@@ -99,17 +91,12 @@ pub fn restore(
         {
             let _mutex = ws.lock_mutex()?;
             if !lock::holds_fence(target, agent, fence) {
-                return Err(Error::refused(
-                    Refusal::LockTakenOver,
-                    format!(
-                        "your lock on `{}` was taken over before the restore: nothing was changed",
-                        target.rel
-                    ),
-                    Some(format!(
-                        "see `coord status`, then lock again with `coord lock {}`",
-                        crate::shell::file(&target.rel)
-                    )),
-                ));
+                let (rel, file) = (&target.rel, crate::shell::file(&target.rel));
+                let why = format!(
+                    "your lock on `{rel}` was taken over before the restore: nothing was changed"
+                );
+                let hint = format!("see `coord status`, then lock again with `coord lock {file}`");
+                return Err(Error::refused(Refusal::LockTakenOver, why, Some(hint)));
             }
             put_back(ws, target, restored, current, generation)?;
         }

@@ -114,8 +114,8 @@ pub fn run(
     // Waiters are told the program's file name.
     let name = Path::new(program)
         .file_name()
-        .unwrap_or(program.as_os_str())
-        .to_string_lossy();
+        .unwrap_or(program.as_os_str());
+    let name = name.to_string_lossy();
     let name: String = name.chars().filter(|c| !c.is_control()).take(60).collect();
     let reason = format!("coord run {name}");
     let lock_req = LockRequest {
@@ -128,18 +128,12 @@ pub fn run(
     let got = lock::acquire(ws, &lock_req, &lock::Reach::HERE, &mut |e| {
         on_event(RunEvent::Lock(e))
     })?;
-    let held: Vec<(Target, String)> = got
-        .acquired
-        .iter()
-        .filter_map(|a| {
-            let target = req.targets.iter().find(|t| t.rel == a.file)?;
-            Some((target.clone(), a.token.clone()))
-        })
+    let target_of = |a: &lock::Acquired| req.targets.iter().find(|t| t.rel == a.file).cloned();
+    let held: Vec<(Target, String)> = (got.acquired.iter())
+        .filter_map(|a| Some((target_of(a)?, a.token.clone())))
         .collect();
-    let claimed: Vec<(String, String)> = got
-        .acquired
-        .iter()
-        .filter(|a| a.claim)
+    let got_claims = got.acquired.iter().filter(|a| a.claim);
+    let claimed: Vec<(String, String)> = got_claims
         .map(|a| (a.file.clone(), a.token.clone()))
         .collect();
     let release = || -> Result<Vec<lock::Release>> {
@@ -155,12 +149,10 @@ pub fn run(
     // command does not start.
     if let Some(signal) = crate::wait::stop_requested() {
         let _ = release();
-        return Err(Error::Interrupted {
-            signal,
-            file: (req.targets.first().map(|t| t.rel.clone()))
-                .or_else(|| req.claims.first().map(|c| c.as_str().to_string()))
-                .unwrap_or_default(),
-        });
+        let file = (req.targets.first().map(|t| t.rel.clone()))
+            .or_else(|| req.claims.first().map(|c| c.as_str().to_string()));
+        let file = file.unwrap_or_default();
+        return Err(Error::Interrupted { signal, file });
     }
     on_event(RunEvent::Locked(&got));
 

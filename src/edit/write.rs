@@ -49,10 +49,8 @@ pub fn write(
     // cannot be replaced, and the content must not be lost with the refusal.
     if let Err(Error::BadPath { path, why }) = target.regular_or_absent() {
         drop(mutex);
-        let why = match keep(ws, agent, target, tmp) {
-            Ok(rel) => format!("{why}; it was not written, your content is kept in `{rel}`"),
-            Err(e) => return Err(e),
-        };
+        let rel = keep(ws, agent, target, tmp)?;
+        let why = format!("{why}; it was not written, your content is kept in `{rel}`");
         return Err(Error::BadPath { path, why });
     }
     let backup = staged.map(backup::Staged::commit).transpose()?;

@@ -134,11 +134,10 @@ impl Event {
 
     /// With `key: value` (a `None` value is left out).
     pub fn with(self, key: &str, value: impl Into<Value>) -> Event {
-        let value = value.into();
-        if value.is_null() {
-            return self;
+        match value.into() {
+            Value::Null => self,
+            value => self.with_null(key, value),
         }
-        self.with_null(key, value)
     }
 
     /// With `key: value`, a `None` value written as `null` (a field readers expect always).
@@ -207,12 +206,9 @@ pub fn take_warning() -> Option<String> {
 /// after which events are dropped): the environment, else `.coord/config`, else the defaults.
 /// A value that cannot be read is ignored (the default holds).
 fn bounds(root: &Path) -> (u64, Duration) {
-    let config = fsutil::read_text_capped(
-        &layout::config(&crate::worktree::shared_root(root)),
-        64 * 1024,
-    )
-    .ok()
-    .map(|(t, _)| Record::parse(&t));
+    let path = layout::config(&crate::worktree::shared_root(root));
+    let config = fsutil::read_text_capped(&path, 64 * 1024).ok();
+    let config = config.map(|(t, _)| Record::parse(&t));
     let setting = |env: &str, key: &str| {
         std::env::var(env)
             .ok()

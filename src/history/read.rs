@@ -105,11 +105,8 @@ fn read_file(path: &Path, cap: u64) -> Vec<Event> {
 pub fn read(root: &Path, filter: &Filter) -> Vec<Event> {
     let (paths, cap, oldest) = generations(root);
     let kept = |e: &Event| e.time().is_some_and(|t| t >= oldest) && filter.keeps(e);
-    let mut events: Vec<Event> = paths
-        .iter()
-        .flat_map(|p| read_file(p, cap))
-        .filter(kept)
-        .collect();
+    let events = paths.iter().flat_map(|p| read_file(p, cap));
+    let mut events: Vec<Event> = events.filter(kept).collect();
     // Stable: events of one instant stay in the order they were written.
     events.sort_by_cached_key(Event::time);
     events
@@ -139,11 +136,10 @@ pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
     if !gone.is_empty() {
         dropped += gone.len();
         if !dry_run {
-            let mut bytes = Vec::new();
-            for line in kept.iter().filter_map(|e| serde_json::to_vec(e).ok()) {
-                bytes.extend(line);
-                bytes.push(b'\n');
-            }
+            let lines = kept.iter().filter_map(|e| serde_json::to_vec(e).ok());
+            let bytes: Vec<u8> = lines
+                .flat_map(|line| line.into_iter().chain([b'\n']))
+                .collect();
             fsutil::replace(&log, &bytes)?;
         }
     }
