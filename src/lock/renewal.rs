@@ -172,14 +172,17 @@ impl Round {
             return Some(round);
         };
         for (e, kind) in marked {
-            let (Some(token), agent) = (e.token(), e.agent.clone()) else {
+            let Some(token) = e.token().filter(|_| e.state != LockState::Stale) else {
                 continue;
             };
-            let lease = e
-                .field(LEASE)
-                .and_then(|l| clock::parse_duration(l).ok())
+            let lease = (e.field(LEASE).and_then(|l| clock::parse_duration(l).ok()))
                 .filter(|l| !l.is_zero())
                 .unwrap_or(remote::DEFAULT_LEASE);
+            let agent = &e.agent;
+            let record =
+                (there.iter()).find(|c| c.holder.agent == *agent && c.pattern.as_str() == e.file);
+            let due =
+                record.is_none_or(|c| due(&c.lease_until, lease, &now) || ahead(agent, &e.file));
             let held = Held {
                 kind,
                 text: e.file.clone(),
@@ -187,21 +190,7 @@ impl Round {
                 lease,
                 reason: e.reason().map(str::to_string),
             };
-            if e.state == LockState::Stale {
-                continue;
-            }
-            let record =
-                (there.iter()).find(|c| c.holder.agent == agent && c.pattern.as_str() == e.file);
-            let due =
-                record.is_none_or(|c| due(&c.lease_until, lease, &now) || ahead(&agent, &e.file));
-            if due {
-                round
-                    .due
-                    .entry(agent.clone())
-                    .or_default()
-                    .push(held.clone());
-            }
-            round.live.entry(agent).or_default().push(held);
+            round.hold(agent, held, due);
         }
         for c in there.iter().filter(|c| c.lease_until > now) {
             let agent = &c.holder.agent;
@@ -237,15 +226,19 @@ impl Round {
                 lease: remote::DEFAULT_LEASE,
                 reason: c.reason.clone(),
             };
-            let agent = c.holder.agent.clone();
-            if due(&c.lease_until, held.lease, now) || ahead(&agent, &held.text) {
-                self.due
-                    .entry(agent.clone())
-                    .or_default()
-                    .push(held.clone());
-            }
-            self.live.entry(agent).or_default().push(held);
+            let agent = &c.holder.agent;
+            let due = due(&c.lease_until, held.lease, now) || ahead(agent, &held.text);
+            self.hold(agent, held, due);
         }
+    }
+
+    /// `agent`'s record `held` is held here (`due`: and due for renewal).
+    fn hold(&mut self, agent: &str, held: Held, due: bool) {
+        if due {
+            let due = self.due.entry(agent.to_string()).or_default();
+            due.push(held.clone());
+        }
+        self.live.entry(agent.to_string()).or_default().push(held);
     }
 
     /// The records to release there, as (agent, pattern, version).

@@ -315,10 +315,8 @@ impl<'a> Try<'a> {
         }
         // A process releasing before it exits keeps new locks locked: the next one sleeps on that.
         let hold = handoff::holds_locks() && policy.fs.served_locally();
-        let mut got = Vec::with_capacity(plans.len() + claim_plans.len());
-        for plan in plans {
-            got.push(self.publish_lock(plan, hold)?);
-        }
+        let mut got =
+            (plans.iter().map(|plan| self.publish_lock(plan, hold))).collect::<Result<Vec<_>>>()?;
         if let Some(b) = self.newcomer(plans)? {
             return Ok(Attempt::Busy(b));
         }
@@ -332,13 +330,12 @@ impl<'a> Try<'a> {
         let over: Vec<&LockEntry> = (plans.iter().flat_map(|p| &p.stale_claims))
             .chain(claim_plans.iter().flat_map(|p| &p.stale_claims))
             .collect();
-        if claim_plans.is_empty() && over.is_empty() {
-            return Ok(Attempt::Got(got));
+        if !claim_plans.is_empty() || !over.is_empty() {
+            if !mutex.still_held() {
+                return Ok(Attempt::Fenced);
+            }
+            got.extend(self.publish_claims(claim_plans, &over)?);
         }
-        if !mutex.still_held() {
-            return Ok(Attempt::Fenced);
-        }
-        got.extend(self.publish_claims(claim_plans, &over)?);
         Ok(Attempt::Got(got))
     }
 
@@ -402,11 +399,8 @@ impl<'a> Try<'a> {
     /// Say `LOCKED` and every lock in our presence (a holder that cannot say so withdraws them).
     fn write_presence(&self, got: &[Acquired]) -> Result<()> {
         let mut listed = self.mine.held.clone();
-        for a in got {
-            if !listed.contains(&a.file) {
-                listed.push(a.file.clone());
-            }
-        }
+        let new: Vec<_> = (got.iter()).filter(|a| !listed.contains(&a.file)).collect();
+        listed.extend(new.into_iter().map(|a| a.file.clone()));
         let update = presence::Update {
             current_file: super::first_key(self.targets, self.req),
             lock_status: Some(LockStatus::Locked),

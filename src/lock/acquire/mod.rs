@@ -389,14 +389,11 @@ impl Tries<'_> {
             },
         };
         let attempt = attempt(self, &mutex)?;
+        let waits = self.may_wait && !self.deadline.passed();
         match &attempt {
             Attempt::Got(_) => self.leave_line(),
-            Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
-                if self.line_up(&mutex)? {
-                    return Ok(Attempt::Fenced);
-                }
-            }
-            Attempt::Busy(_) | Attempt::Fenced => {}
+            Attempt::Busy(_) if waits && self.line_up(&mutex)? => return Ok(Attempt::Fenced),
+            _ => {}
         }
         Ok(attempt)
     }
@@ -597,17 +594,13 @@ impl Drop for Tries<'_> {
         match mutex {
             Ok(_mutex) => settle(self.ws, &self.req.agent, &tickets),
             // The tickets stay, dead once we are gone; their locks go now (`coord mcp` lives on).
-            Err(_) => {
-                for path in &tickets.paths {
-                    crate::wait::handoff::let_go(path);
-                }
-            }
+            Err(_) => tickets.paths.iter().for_each(|p| handoff::let_go(p)),
         }
     }
 }
 
 /// How long leaving the queue waits for the workspace mutex when the wait ended early.
-const CLEANUP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+const CLEANUP_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Leave the queue and say in the presence whether we still hold anything. Caller holds the mutex.
 fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
