@@ -111,15 +111,13 @@ pub fn judged_or_unreadable(
         Ok(all) => (all, None),
         Err(crate::error::Error::Io { path, source, .. }) => {
             let shared = crate::worktree::shared_root(root);
-            let path = path.strip_prefix(&shared).unwrap_or(&path).display();
+            let path = path
+                .strip_prefix(&shared)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
             let why = source.to_string();
-            (
-                Vec::new(),
-                Some(crate::presence::Unreadable {
-                    path: path.to_string(),
-                    why,
-                }),
-            )
+            (Vec::new(), Some(crate::presence::Unreadable { path, why }))
         }
         Err(_) => (Vec::new(), None),
     }

@@ -31,8 +31,10 @@ pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
 /// listed (not a folder without locks).
 pub fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
     let root = targets.first().and_then(root_of);
-    let roster = root.map(|root| lookup_roster(&root)).transpose()?;
-    let roster = roster.unwrap_or_default();
+    let roster = root
+        .map(|root| lookup_roster(&root))
+        .transpose()?
+        .unwrap_or_default();
     list_locks_each(
         targets,
         Listing {
@@ -180,14 +182,9 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     if ids.iter().any(|i| i == id) {
         return Ok(());
     }
-    let mut ids = ids.to_vec();
-    ids.push(id.to_string());
-    let mut text = ids.join("\n");
-    text.push('\n');
-    fsutil::replace(
-        &layout::roster(&crate::worktree::shared_root(root)),
-        text.as_bytes(),
-    )
+    let text = format!("{}\n", [ids, &[id.to_string()]].concat().join("\n"));
+    let path = layout::roster(&crate::worktree::shared_root(root));
+    fsutil::replace(&path, text.as_bytes())
 }
 
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
@@ -216,9 +213,8 @@ fn with_indexed(ws: &Workspace, tops: &[PathBuf], mut found: Vec<LockEntry>) -> 
 
 /// The top level of every work tree sharing the workspace of `root`, `root` first.
 pub(super) fn tops(root: &Path) -> Vec<PathBuf> {
-    let mut tops = vec![root.to_path_buf()];
-    tops.extend(crate::worktree::others(root).into_iter().map(|t| t.top));
-    tops
+    let others = crate::worktree::others(root).into_iter().map(|t| t.top);
+    std::iter::once(root.to_path_buf()).chain(others).collect()
 }
 
 /// The lock files under `rel_dir` (empty: all) in each work tree of `tops`, relative to it.

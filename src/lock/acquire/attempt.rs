@@ -282,10 +282,8 @@ impl<'a> Try<'a> {
             .filter_map(|(rel, _)| ws.target_from_rel(rel).ok())
             .flat_map(|t| super::super::locks_of(&t))
             .collect();
-        found.extend(
-            (scan_folder(&tops(ws.root()), &want.literal_prefix()).into_iter())
-                .filter(|e| want.matches(&e.file)),
-        );
+        let walked = scan_folder(&tops(ws.root()), &want.literal_prefix());
+        found.extend(walked.into_iter().filter(|e| want.matches(&e.file)));
         let mut seen = HashSet::new();
         found.retain(|e| e.agent != me && seen.insert(e.lock_path.clone()));
         classify(ws.root(), &mut found, &mut self.cache, &self.now);
@@ -423,10 +421,9 @@ impl<'a> Try<'a> {
             over.iter().any(|s| same(s, e))
                 || (plans.iter()).any(|p| p.mine.as_ref().is_some_and(|o| same(o, e)))
         };
+        let kept = self.claims.iter().filter(|c| !gone(&c.entry));
         let mut records = self.unrelated.clone();
-        records.extend(
-            (self.claims.iter().filter(|c| !gone(&c.entry))).map(|c| claim::raw_text(&c.entry)),
-        );
+        records.extend(kept.map(|c| claim::raw_text(&c.entry)));
         let branch = (crate::worktree::trees(root).into_iter().next()).and_then(|t| t.branch());
         let file = layout::claims_file(&crate::worktree::shared_root(root));
         let lock_file = (self.ws.rel(&file)).unwrap_or_else(|| file.display().to_string());
