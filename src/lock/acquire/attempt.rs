@@ -200,10 +200,8 @@ impl<'a> Try<'a> {
         // Our own name is not enough on a lock of another live process of ours (`coord run`,
         // `coord session`): two processes of one agent exclude each other too.
         let live_mine = mine.iter().filter(|m| m.state != LockState::Stale);
-        if let Some(other) = live_mine.clone().find(|m| {
-            let owner = self.req.owner.as_ref().map(|o| o.pid);
-            follows_other_process(m, owner)
-        }) {
+        let owner = self.req.owner.as_ref().map(|o| o.pid);
+        if let Some(other) = live_mine.clone().find(|m| follows_other_process(m, owner)) {
             let mut b = blocker_of(root, other, &self.now);
             if let Some((pid, _)) = other.process() {
                 b.holder = format!("{} (process {pid})", b.holder);
