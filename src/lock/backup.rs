@@ -165,10 +165,8 @@ fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
 
 /// The generations stored in `dir`, oldest first.
 fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
-    let mut seqs: Vec<(u64, PathBuf)> = crate::fsutil::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
+    let entries = crate::fsutil::read_dir(dir).into_iter().flatten().flatten();
+    let mut seqs: Vec<(u64, PathBuf)> = entries
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
             // Eight digits at least: past 99999999 the names grow (`generation_name`).

@@ -419,9 +419,6 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
 
 /// `LOCKED` while `held` lists a lock, else `FREE`.
 pub(super) fn holding(held: &[String]) -> LockStatus {
-    if held.is_empty() {
-        LockStatus::Free
-    } else {
-        LockStatus::Locked
-    }
+    use LockStatus::{Free, Locked};
+    if held.is_empty() { Free } else { Locked }
 }

@@ -225,11 +225,8 @@ fn queue_numbers_only_grow_and_leaving_removes_the_tickets() {
     let _mutex = ws.lock_mutex().unwrap();
     let first = queue::register(ws.root(), &agent("one"), std::slice::from_ref(&a), &[]).unwrap();
     // A damaged counter cannot let a newcomer jump the line: tickets still queued count too.
-    std::fs::write(
-        crate::layout::queue_seq(&crate::worktree::shared_root(ws.root())),
-        "garbage",
-    )
-    .unwrap();
+    let seq = crate::layout::queue_seq(&crate::worktree::shared_root(ws.root()));
+    std::fs::write(seq, "garbage").unwrap();
     let second = queue::register(ws.root(), &agent("two"), std::slice::from_ref(&a), &[]).unwrap();
     assert!(second.seq > first.seq, "{} > {}", second.seq, first.seq);
     let line = || -> Vec<String> {
