@@ -131,13 +131,10 @@ impl LockEntry {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
             Err(err) => (None, fsutil::mtime(&lock_path), Some(err.to_string())),
         };
-        let e = LockEntry::new(lock_path, file, agent, bytes);
-        Some(LockEntry {
-            since: e.since.or(mtime.map(clock::from_system_time)),
-            mtime,
-            problem,
-            ..e
-        })
+        let mut e = LockEntry::new(lock_path, file, agent, bytes);
+        e.since = e.since.or(mtime.map(clock::from_system_time));
+        (e.mtime, e.problem) = (mtime, problem);
+        Some(e)
     }
 
     /// A lock record of `bytes` (`None`: not read), unjudged: `since` is its `locked_at`.
@@ -165,10 +162,9 @@ impl LockEntry {
         read().or_else(|| match fsutil::raw::create_exclusive(&lock_path, b"") {
             Ok(false) => read().or_else(|| {
                 const WHY: &str = "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)";
-                Some(LockEntry {
-                    problem: Some(WHY.into()),
-                    ..LockEntry::new(lock_path.clone(), file.clone(), agent.clone(), None)
-                })
+                let mut e = LockEntry::new(lock_path.clone(), file.clone(), agent.clone(), None);
+                e.problem = Some(WHY.into());
+                Some(e)
             }),
             // Made here, so it was not there: it goes again.
             Ok(true) => fsutil::raw::remove_file(&lock_path).ok().and(None),
