@@ -154,12 +154,8 @@ fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
 pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     let tree = e.field("worktree").filter(|w| Path::new(w) != root);
     let place = tree.map(|w| format!(", {}", crate::worktree::place(w, e.field("branch"))));
-    format!(
-        "{} (claim `{}`{})",
-        e.holder(),
-        e.file,
-        place.unwrap_or_default()
-    )
+    let place = place.unwrap_or_default();
+    format!("{} (claim `{}`{place})", e.holder(), e.file)
 }
 
 /// Release `agent`'s claims `which` names; with `record`, in the history and on the remote too.

@@ -83,17 +83,13 @@ fn stale_reason(
         Some(state) => format!("{} is {}", e.agent, state.as_str()),
         None => format!("{} has no presence", e.agent),
     };
+    let (dated, ttl_text) = (clock::format_age(ahead), clock::format_duration(ttl));
     if ahead > ttl {
-        return Some(format!(
-            "dated {} in the future, beyond its TTL of {}, and {holder}",
-            clock::format_age(ahead),
-            clock::format_duration(ttl)
-        ));
+        let why =
+            format!("dated {dated} in the future, beyond its TTL of {ttl_text}, and {holder}");
+        return Some(why);
     }
-    Some(format!(
-        "older than its TTL of {} and {holder}",
-        clock::format_duration(ttl)
-    ))
+    Some(format!("older than its TTL of {ttl_text} and {holder}"))
 }
 
 /// Whether `branch` is checked out in a work tree of the repository at `root` that is there.
@@ -113,19 +109,14 @@ pub fn problems(entries: &[LockEntry]) -> Vec<&LockEntry> {
 
 /// Describe a lock problem in one line.
 pub fn describe_problem(e: &LockEntry) -> String {
+    let (file, holder) = (&e.file, e.holder());
     let text = match e.state {
-        Stale => format!(
-            "`{}` has a STALE lock of {} ({})",
-            e.file,
-            e.holder(),
-            e.stale_why.as_deref().unwrap_or("stale")
-        ),
-        Conflict => format!(
-            "`{}` is in CONFLICT: {} holds one of several live locks",
-            e.file,
-            e.holder()
-        ),
-        Live => format!("`{}` is locked by {}", e.file, e.holder()),
+        Stale => {
+            let why = e.stale_why.as_deref().unwrap_or("stale");
+            format!("`{file}` has a STALE lock of {holder} ({why})")
+        }
+        Conflict => format!("`{file}` is in CONFLICT: {holder} holds one of several live locks"),
+        Live => format!("`{file}` is locked by {holder}"),
     };
     if e.bad_name() {
         format!("{text}; {BAD_NAME}")

@@ -31,17 +31,13 @@ pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
 /// listed (not a folder without locks).
 pub fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
     let root = targets.first().and_then(root_of);
-    let roster = root
-        .map(|root| lookup_roster(&root))
-        .transpose()?
-        .unwrap_or_default();
-    list_locks_each(
-        targets,
-        Listing {
-            roster: &roster,
-            ..Listing::default()
-        },
-    )
+    let roster = root.map(|root| lookup_roster(&root)).transpose()?;
+    let roster = roster.unwrap_or_default();
+    let how = Listing {
+        roster: &roster,
+        ..Listing::default()
+    };
+    list_locks_each(targets, how)
 }
 
 /// How [`list_locks_each`] lists the locks of targets.

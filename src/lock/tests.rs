@@ -69,11 +69,8 @@ fn conflicts_and_dead_processes_are_judged() {
     let pid = child.id();
     child.wait().unwrap();
     let now = clock::now();
-    let text = format!(
-        "locked_at: {}\npid: {pid}\nhost: {}\n",
-        clock::format_timestamp(&now),
-        host::hostname()
-    );
+    let (at, host) = (clock::format_timestamp(&now), host::hostname());
+    let text = format!("locked_at: {at}\npid: {pid}\nhost: {host}\n");
     let entries = vec![entry("a", "claude", &text)];
     assert_eq!(states(entries, &now), [LockState::Stale]);
 }

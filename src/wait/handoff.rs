@@ -189,11 +189,8 @@ mod tests {
         kept(&p);
         let h = Handoff::start(&p).expect("kept locked");
         assert_eq!(h.path(), p);
-        assert_eq!(
-            h.wait(Duration::from_millis(50)),
-            Woken::TimedOut,
-            "still kept"
-        );
+        let ms = Duration::from_millis;
+        assert_eq!(h.wait(ms(50)), Woken::TimedOut, "still kept");
         std::fs::remove_file(&p).unwrap();
         let t = Instant::now();
         let_go(&p);
@@ -216,10 +213,8 @@ mod tests {
         assert_eq!(second.wait(Duration::from_secs(20)), Woken::LetGo);
         let start = Instant::now();
         while waiting().iter().any(|(k, _)| *k == key) {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "thread still listed"
-            );
+            let limit = Duration::from_secs(20);
+            assert!(start.elapsed() < limit, "thread still listed");
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -235,13 +230,10 @@ mod tests {
         // Kept under another name: let go with that one.
         let h = Handoff::start(&b).expect("b still kept");
         rekey(&b, &a);
-        assert_eq!(h.wait(Duration::from_millis(20)), Woken::TimedOut);
+        let ms = Duration::from_millis;
+        assert_eq!(h.wait(ms(20)), Woken::TimedOut);
         let_go(&b);
-        assert_eq!(
-            h.wait(Duration::from_millis(20)),
-            Woken::TimedOut,
-            "rekeyed away from b"
-        );
+        assert_eq!(h.wait(ms(20)), Woken::TimedOut, "rekeyed away from b");
         let_go(&a);
         assert_eq!(h.wait(Duration::from_secs(20)), Woken::LetGo);
         kept(&b);
