@@ -203,12 +203,9 @@ fn conflict_copies(root: &Path, state_dir: &Path) -> Vec<String> {
 
 /// The warning about a sync tool managing `root`, once per workspace (`.coord/sync-warned`).
 pub fn sync_warning_once(root: &Path, shared: &Path) -> Option<String> {
-    let state = layout::state_dir(shared);
-    if !fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
-        return None;
-    }
     let marker = layout::sync_warned(shared);
-    if fs::symlink_metadata(&marker).is_ok() {
+    let state_dir = fs::symlink_metadata(layout::state_dir(shared)).is_ok_and(|m| m.is_dir());
+    if !state_dir || fs::symlink_metadata(&marker).is_ok() {
         return None;
     }
     let tool = sync_tool(root)?;

@@ -184,9 +184,7 @@ pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
     let mut older = Vec::new();
     if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
         crate::fsutil::read_dir(&dir).at("read", &dir)?;
-        older = (stored(&dir).into_iter().rev())
-            .map(|(_, path)| path)
-            .collect();
+        older = stored(&dir).into_iter().rev().map(|(_, p)| p).collect();
     }
     let mut all = Vec::new();
     for path in std::iter::once(layout::backup(&target.abs)).chain(older) {

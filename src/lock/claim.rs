@@ -93,10 +93,8 @@ pub fn judged_patterns(
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> Result<Vec<Judged>> {
-    Ok(try_judged(root, cache, now)?
-        .into_iter()
-        .map(Judged::from)
-        .collect())
+    let all = try_judged(root, cache, now)?;
+    Ok(all.into_iter().map(Judged::from).collect())
 }
 
 /// [`judged_patterns`] for a view: none from a file that cannot be read, which is named instead
@@ -111,11 +109,8 @@ pub fn judged_or_unreadable(
         Ok(all) => (all, None),
         Err(crate::error::Error::Io { path, source, .. }) => {
             let shared = crate::worktree::shared_root(root);
-            let path = path
-                .strip_prefix(&shared)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
+            let rel = path.strip_prefix(&shared).unwrap_or(&path);
+            let path = rel.display().to_string();
             let why = source.to_string();
             (Vec::new(), Some(crate::presence::Unreadable { path, why }))
         }

@@ -77,11 +77,8 @@ fn holders(
         std::mem::swap(&mut locks, &mut claims);
     }
     let mut out = Vec::new();
-    let live = locks
-        .iter()
-        .chain(&claims)
-        .filter(|e| e.state != LockState::Stale);
-    for e in live {
+    let all = locks.iter().chain(&claims);
+    for e in all.filter(|e| e.state != LockState::Stale) {
         let h = (e.agent.clone(), e.holder().to_string());
         if !out.contains(&h) {
             out.push(h);

@@ -377,10 +377,7 @@ pub fn scan_judged(
         HandMade::Walk => scan_tree(ws),
         HandMade::AtHand(presences) => {
             let tops = tops(ws.root());
-            let found = tops
-                .iter()
-                .flat_map(|top| at_hand(top, presences))
-                .collect();
+            let found = tops.iter().flat_map(|t| at_hand(t, presences)).collect();
             with_indexed(ws, &tops, found)
         }
     };
