@@ -17,6 +17,7 @@ use crate::clock;
 use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
+use crate::host;
 use crate::layout;
 use crate::presence::{self, LockStatus, StateCache};
 use crate::wait::handoff;
@@ -316,7 +317,11 @@ pub enum Fence {
 /// A lock of `agent` that follows another of its processes still running is that process's, not
 /// this one's to edit under.
 pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
-    let ours = |e: &LockEntry| !follows_running_process(e);
+    // "Still running": not seen gone (one on another host cannot be checked: it is taken to run).
+    let ours = |e: &LockEntry| {
+        let gone = |(pid, h)| host::recorded_process_gone_since(pid, h, e.process_start());
+        !follows_other_process(e, None) || e.process().is_some_and(gone)
+    };
     let path = layout::lock_file(&target.abs, agent.id());
     if let Some(e) = LockEntry::read(path, target.rel.clone(), agent.id().to_string())
         && let Some(token) = e.token()
@@ -337,15 +342,6 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         let path = e.lock_path;
         Some(Fence::File { path, seen })
     })
-}
-
-/// Whether our lock `e` follows another process of ours ([`follows_other_process`]) that has not
-/// been seen gone (one on another host cannot be checked: it is taken to run).
-fn follows_running_process(e: &LockEntry) -> bool {
-    follows_other_process(e, None)
-        && !(e.process()).is_some_and(|(pid, h)| {
-            crate::host::recorded_process_gone_since(pid, h, e.process_start())
-        })
 }
 
 /// Whether `agent` still holds `target` under `fence`. Caller holds the mutex.

@@ -348,10 +348,8 @@ fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {
     let file = ws.rel(&path.parent()?.join(base))?;
     let mut e = LockEntry::read(path.to_path_buf(), file, agent)?;
     if raw_name.to_str().is_none() {
-        e.problem = Some(match e.problem.take() {
-            Some(p) => format!("{BAD_NAME}; {p}"),
-            None => BAD_NAME.to_string(),
-        });
+        let also = e.problem.take().map(|p| format!("; {p}"));
+        e.problem = Some(format!("{BAD_NAME}{}", also.unwrap_or_default()));
     }
     Some(e)
 }
@@ -420,18 +418,15 @@ fn pointed_at(top: &Path, file: &str, agent: &str) -> Option<PathBuf> {
 
 /// Files the scan could not read as lock records, for `status`.
 pub fn unreadable(entries: &[LockEntry], ws: &Workspace) -> Vec<Unreadable> {
-    (entries.iter())
-        .filter_map(|e| {
-            Some(Unreadable {
-                // A name that is not UTF-8 is shown with its bad bytes replaced.
-                path: ws.rel(&e.lock_path).or_else(|| {
-                    let rel = e.lock_path.strip_prefix(ws.root()).ok()?;
-                    Some(rel.to_string_lossy().into_owned())
-                })?,
-                why: e.problem.clone()?,
-            })
-        })
-        .collect()
+    let unreadable = |e: &LockEntry| {
+        let why = e.problem.clone()?;
+        // A name that is not UTF-8 is shown with its bad bytes replaced.
+        let lossy = e.lock_path.strip_prefix(ws.root()).ok();
+        let lossy = lossy.map(|rel| rel.to_string_lossy().into_owned());
+        let path = ws.rel(&e.lock_path).or(lossy)?;
+        Some(Unreadable { path, why })
+    };
+    entries.iter().filter_map(unreadable).collect()
 }
 
 /// The files `agent` lists as locked in its presence `p` (as just read) that it still holds.
