@@ -278,9 +278,8 @@ pub(super) fn mark(
         return Ok(Vec::new());
     }
     let root = ws.root();
-    let (all, others) = read_records(root)?;
+    let (all, mut records) = read_records(root)?;
     let mut found = vec![false; held.len()];
-    let mut records = others;
     for e in &all {
         let ours =
             (held.iter()).position(|(pattern, token)| is_ours(e, agent.id(), pattern, token));

@@ -159,12 +159,7 @@ mod tests {
     /// Create `p` locked and keep it, as a holder does; returns its device and inode.
     fn kept(p: &Path) -> FileId {
         use std::os::unix::fs::MetadataExt;
-        let f = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(p)
-            .unwrap();
+        let f = File::create(p).unwrap();
         f.lock().unwrap();
         let meta = f.metadata().unwrap();
         keep(p, f);
