@@ -79,12 +79,8 @@ impl FsInfo {
         let (class, name) = known.map_or((FsClass::Other, "unknown"), |(_, c, n)| (*c, *n));
         // The mount table names the exact type (`fuse.sshfs`, `nfs4`); the magic number decides
         // the class, so a misleading name cannot make a network mount look local.
-        let name = match mount_type {
-            Some(t) if !t.is_empty() && (class != FsClass::Other || name == "unknown") => {
-                t.to_string()
-            }
-            _ => name.to_string(),
-        };
+        let named = |t: &&str| !t.is_empty() && (class != FsClass::Other || name == "unknown");
+        let name = mount_type.filter(named).unwrap_or(name).to_string();
         FsInfo { magic, name, class }
     }
 

@@ -76,10 +76,11 @@ use crate::record::Record;
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 
 /// The state of one lock record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum LockState {
-    /// Held.
+    /// Held (and what an entry is until judged).
+    #[default]
     Live,
     /// May be taken over.
     Stale,
@@ -99,7 +100,7 @@ impl LockState {
 }
 
 /// One lock file, as read and judged.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LockEntry {
     /// The lock file.
     pub lock_path: PathBuf,
@@ -148,11 +149,8 @@ impl LockEntry {
             agent,
             record,
             raw: bytes,
-            mtime: None,
-            problem: None,
             since,
-            state: LockState::Live,
-            stale_why: None,
+            ..LockEntry::default()
         }
     }
 

@@ -52,6 +52,7 @@ pub fn rekey(from: &Path, to: &Path) {
 
 /// One helper thread's wait, shared by every [`Handoff`] of this process on the same file:
 /// how its `flock` ended (`None`: still waiting).
+#[derive(Default)]
 struct Shared {
     outcome: Mutex<Option<Woken>>,
     changed: Condvar,
@@ -103,10 +104,7 @@ impl Handoff {
         let shared = match all.iter().find(|(k, _)| *k == key) {
             Some((_, shared)) => Arc::clone(shared),
             None => {
-                let shared = Arc::new(Shared {
-                    outcome: Mutex::new(None),
-                    changed: Condvar::new(),
-                });
+                let shared = Arc::new(Shared::default());
                 let theirs = Arc::clone(&shared);
                 // A thread blocks in `flock` for us; callers wait on `shared`, with a timeout. At
                 // exit the kernel ends a thread blocked there at once.
