@@ -111,11 +111,8 @@ pub(crate) fn register(
         let published =
             fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes(), hand_over)
                 .map(|held| held.map(|file| handoff::keep(&path, file)));
-        if let Err(e) = published {
-            // All or nothing: the tickets made for the other files go too.
-            leave(&tickets);
-            return Err(e);
-        }
+        // All or nothing: the tickets made for the other files go too.
+        published.inspect_err(|_| leave(&tickets))?;
         tickets.paths.push(path);
     }
     tickets.keep_folders = keeps_folders(root);

@@ -365,11 +365,8 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
     let released: HashSet<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
     let written = after_release(ws, agent, &released);
     for (rel, path) in ours {
-        if let Err(e) = fsutil::remove(path) {
-            // The presence says released; the lock stands: say so again from what is on disk.
-            let _ = after_release(ws, agent, &HashSet::new());
-            return Err(e);
-        }
+        // The presence says released; the lock stands: say so again from what is on disk.
+        fsutil::remove(path).inspect_err(|_| _ = after_release(ws, agent, &HashSet::new()))?;
         // Its entry in the index goes once the lock file is gone, from whichever work tree.
         index::forget_removed(ws.root(), rel, agent.id(), path);
     }

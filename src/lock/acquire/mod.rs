@@ -525,11 +525,8 @@ impl Tries<'_> {
         }
         self.tell(blocker);
         pause(self.deadline);
-        if let Err(e) = self.stopped() {
-            remote_claim::say_waiting(ws, agent, false);
-            return Err(e);
-        }
-        Ok(())
+        self.stopped()
+            .inspect_err(|_| remote_claim::say_waiting(ws, agent, false))
     }
 
     /// Tell the user what stands in the way: once when the wait starts, then when it changes.
