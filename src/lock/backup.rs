@@ -54,11 +54,8 @@ pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
     let dst = layout::backup(&target.abs);
     let dir = dst.parent().unwrap_or(Path::new("."));
     let (tmp, _) = fsutil::copy_to_temp(&target.abs, dir)?;
-    Ok(Some(Staged {
-        root: root.to_path_buf(),
-        target: target.clone(),
-        tmp,
-    }))
+    let (root, target) = (root.to_path_buf(), target.clone());
+    Ok(Some(Staged { root, target, tmp }))
 }
 
 impl Staged {

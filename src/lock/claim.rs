@@ -55,10 +55,8 @@ fn read_records(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
 impl From<LockEntry> for Judged {
     fn from(entry: LockEntry) -> Judged {
         let pattern = Pattern::parse(&entry.file);
-        Judged {
-            pattern: pattern.unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses")),
-            entry,
-        }
+        let pattern = pattern.unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses"));
+        Judged { pattern, entry }
     }
 }
 

@@ -281,12 +281,9 @@ fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
         return gone();
     };
     if meta.is_dir() {
-        return Err(Error::Failed {
-            message: format!(
-                "the stale lock `{}` is a folder, not a file: remove it by hand",
-                e.lock_path.display()
-            ),
-        });
+        let path = e.lock_path.display();
+        let message = format!("the stale lock `{path}` is a folder, not a file: remove it by hand");
+        return Err(Error::Failed { message });
     }
     let aside = (fsutil::temp_in(dir).at("create a temporary file in", dir)?).into_temp_path();
     match fsutil::raw::rename(&e.lock_path, &aside) {

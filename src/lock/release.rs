@@ -231,15 +231,12 @@ pub(super) fn verdict<'e, T>(
     Err(if entries.is_empty() {
         ReleaseOutcome::NotLocked
     } else if let Some(held) = all.find(|e| !force || e.state != LockState::Stale) {
-        ReleaseOutcome::HeldByOther {
-            holder: held.holder().to_string(),
-            state: held.state,
-        }
+        let (holder, state) = (held.holder().to_string(), held.state);
+        ReleaseOutcome::HeldByOther { holder, state }
     } else {
         let from: Vec<&str> = entries.iter().map(|e| entry(e).holder()).collect();
-        ReleaseOutcome::ForcedStale {
-            from: from.join(", "),
-        }
+        let from = from.join(", ");
+        ReleaseOutcome::ForcedStale { from }
     })
 }
 

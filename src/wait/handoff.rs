@@ -126,10 +126,8 @@ impl Handoff {
                 shared
             }
         };
-        Some(Handoff {
-            path: path.to_path_buf(),
-            shared,
-        })
+        let path = path.to_path_buf();
+        Some(Handoff { path, shared })
     }
 
     /// The file waited for.

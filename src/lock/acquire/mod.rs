@@ -554,10 +554,8 @@ impl Tries<'_> {
         let Some(signal) = crate::wait::stop_requested() else {
             return Ok(());
         };
-        Err(Error::Interrupted {
-            signal,
-            file: first_key(self.targets, self.req).unwrap_or_default(),
-        })
+        let file = first_key(self.targets, self.req).unwrap_or_default();
+        Err(Error::Interrupted { signal, file })
     }
 
     /// Touch our tickets every [`queue::TOUCH_EVERY`]; queue up again if they were judged dead.
@@ -639,8 +637,7 @@ fn deadlock(tries: &Tries) -> Option<Error> {
         .collect();
     edges.extend(super::deadlock::edges(ws, &others, &mut cache, &now));
     let cycle = super::deadlock::cycle_through(me, &edges)?;
-    Some(Error::Deadlock {
-        file: cycle[0].file.clone(),
-        cycle: cycle.iter().map(super::deadlock::WaitEdge::step).collect(),
-    })
+    let file = cycle[0].file.clone();
+    let cycle = cycle.iter().map(super::deadlock::WaitEdge::step).collect();
+    Some(Error::Deadlock { file, cycle })
 }
