@@ -172,11 +172,9 @@ fn release_files(
             Err(forced @ ReleaseOutcome::ForcedStale { .. }) => {
                 for e in &entries {
                     if !take_over(ws.root(), e)? {
-                        let message = format!(
-                            "the lock of {} on `{}` changed while being removed",
-                            e.holder(),
-                            e.file
-                        );
+                        let (holder, file) = (e.holder(), &e.file);
+                        let message =
+                            format!("the lock of {holder} on `{file}` changed while being removed");
                         return Err(Error::refused(Refusal::LockChanged, message, None));
                     }
                     g.done.insert(e.lock_path.clone());
