@@ -147,9 +147,7 @@ pub fn cycle_through(me: &str, edges: &[WaitEdge]) -> Option<Vec<WaitEdge>> {
 
 /// Every cycle of the graph, each once, each starting with its smallest agent id.
 pub fn cycles(edges: &[WaitEdge]) -> Vec<Vec<WaitEdge>> {
-    let mut agents: Vec<&str> = edges.iter().map(|e| e.agent.as_str()).collect();
-    agents.sort_unstable();
-    agents.dedup();
+    let agents: BTreeSet<&str> = edges.iter().map(|e| e.agent.as_str()).collect();
     let mut found: Vec<Vec<WaitEdge>> = Vec::new();
     for agent in agents {
         let Some(cycle) = cycle_through(agent, edges) else {

@@ -138,11 +138,8 @@ fn list_folders(
                         out[i].extend(read(entry.path(), targets[i].rel.clone(), agent.clone()));
                     }
                 }
-                Some(_) => {}
-                None if how.sweep && tree.is_none() => {
-                    fsutil::sweep_entry(&entry);
-                }
-                None => {}
+                None if how.sweep && tree.is_none() => _ = fsutil::sweep_entry(&entry),
+                _ => {}
             }
         }
     }
