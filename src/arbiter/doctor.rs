@@ -80,7 +80,7 @@ fn diagnosis(
     skew_s: Option<f64>,
     past_cache: bool,
 ) -> Diagnosis {
-    let sync_tool = sync_tool(root);
+    let (sync_tool, fs) = (sync_tool(root), &policy.fs.name);
     let mut warnings = Vec::new();
     if let Some(s) = &sync_tool {
         warnings.push(sync_warning(s));
@@ -93,31 +93,27 @@ fn diagnosis(
     }
     if policy.overridden && policy.arbitration == Arbitration::Kernel && !policy.fs.served_locally()
     {
+        let env = super::ENV_ARBITRATION;
         warnings.push(format!(
-            "{} forces the kernel arbitration on {}, where kernel locks do not cross machines",
-            super::ENV_ARBITRATION,
-            policy.fs.name
+            "{env} forces the kernel arbitration on {fs}, where kernel locks do not cross machines"
         ));
     }
     if policy.arbitration == Arbitration::None {
         warnings.push(format!(
-            "no arbitration holds on {}: it offers neither hard links nor an exclusive create that holds across mounts, so coord cannot keep two agents off one file; every command that takes a lock refuses (exit 1). Share the folder over NFS, SMB or sshfs instead",
-            policy.fs.name
+            "no arbitration holds on {fs}: it offers neither hard links nor an exclusive create that holds across mounts, so coord cannot keep two agents off one file; every command that takes a lock refuses (exit 1). Share the folder over NFS, SMB or sshfs instead"
         ));
     }
     if !past_cache && policy.arbitration != Arbitration::None {
         warnings.push(format!(
-            "coord cannot read files on {} past this machine's cache of their contents: through a mount that keeps contents across opens (FUSE `kernel_cache` or `auto_cache`, NFS `nocto`), a lock re-taken within the same second reads as the one before, and its running holder could be judged gone and taken over; mount every side without those options",
-            policy.fs.name
+            "coord cannot read files on {fs} past this machine's cache of their contents: through a mount that keeps contents across opens (FUSE `kernel_cache` or `auto_cache`, NFS `nocto`), a lock re-taken within the same second reads as the one before, and its running holder could be judged gone and taken over; mount every side without those options"
         ));
     }
     if let Some(s) = skew_s
         && s.abs() > 2.0
     {
+        let (by, side) = (s.abs(), if s > 0.0 { "ahead of" } else { "behind" });
         warnings.push(format!(
-            "this clock is {:.1} s {} the folder's; lock ages are corrected for it",
-            s.abs(),
-            if s > 0.0 { "ahead of" } else { "behind" }
+            "this clock is {by:.1} s {side} the folder's; lock ages are corrected for it"
         ));
     }
     let source = if policy.overridden {
@@ -203,12 +199,9 @@ fn conflict_copies(root: &Path, state_dir: &Path) -> Vec<String> {
 
 /// The warning about a sync tool managing `root`, once per workspace (`.coord/sync-warned`).
 pub fn sync_warning_once(root: &Path, shared: &Path) -> Option<String> {
-    let state = layout::state_dir(shared);
-    if !fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
-        return None;
-    }
     let marker = layout::sync_warned(shared);
-    if fs::symlink_metadata(&marker).is_ok() {
+    let state_dir = fs::symlink_metadata(layout::state_dir(shared)).is_ok_and(|m| m.is_dir());
+    if !state_dir || fs::symlink_metadata(&marker).is_ok() {
         return None;
     }
     let tool = sync_tool(root)?;

@@ -264,13 +264,11 @@ fn declared_lease(rec: &Record) -> Duration {
 
 /// Whether the record names a process of this host that no longer exists (not this one).
 fn holder_gone(rec: &Record) -> bool {
-    let (Some(pid), Some(h)) = (
-        rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
-        rec.get_nonempty("host"),
-    ) else {
-        return false;
-    };
-    pid != host::pid() && host::recorded_process_gone(pid, h)
+    let pid = rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok());
+    match (pid, rec.get_nonempty("host")) {
+        (Some(pid), Some(h)) => pid != host::pid() && host::recorded_process_gone(pid, h),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -75,18 +75,12 @@ const KNOWN: [(u64, FsClass, &str); 15] = [
 impl FsInfo {
     /// Classify a `statfs` magic number, named by its mount type (`fuse.sshfs`) when known.
     pub fn from_magic(magic: u64, mount_type: Option<&str>) -> FsInfo {
-        let (class, name) = KNOWN
-            .iter()
-            .find(|(m, _, _)| *m == magic)
-            .map_or((FsClass::Other, "unknown"), |(_, c, n)| (*c, *n));
+        let known = KNOWN.iter().find(|(m, _, _)| *m == magic);
+        let (class, name) = known.map_or((FsClass::Other, "unknown"), |(_, c, n)| (*c, *n));
         // The mount table names the exact type (`fuse.sshfs`, `nfs4`); the magic number decides
         // the class, so a misleading name cannot make a network mount look local.
-        let name = match mount_type {
-            Some(t) if !t.is_empty() && (class != FsClass::Other || name == "unknown") => {
-                t.to_string()
-            }
-            _ => name.to_string(),
-        };
+        let named = |t: &&str| !t.is_empty() && (class != FsClass::Other || name == "unknown");
+        let name = mount_type.filter(named).unwrap_or(name).to_string();
         FsInfo { magic, name, class }
     }
 
@@ -98,10 +92,9 @@ impl FsInfo {
         let magic_number = (st.f_type as i64 as u64) & 0xFFFF_FFFF;
         // Only FUSE needs the mount table (its subtype, `fuse.sshfs`): every other class is told
         // by the magic number alone, and this runs on every command's hot path.
-        let mount_type = (magic_number == FUSE)
-            .then(|| std::fs::read_to_string("/proc/self/mountinfo").ok())
-            .flatten()
-            .and_then(|table| mount_type_of(&table, dir));
+        let mountinfo = || std::fs::read_to_string("/proc/self/mountinfo").ok();
+        let table = (magic_number == FUSE).then(mountinfo).flatten();
+        let mount_type = table.and_then(|table| mount_type_of(&table, dir));
         Ok(FsInfo::from_magic(magic_number, mount_type.as_deref()))
     }
 

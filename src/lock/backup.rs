@@ -54,11 +54,8 @@ pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
     let dst = layout::backup(&target.abs);
     let dir = dst.parent().unwrap_or(Path::new("."));
     let (tmp, _) = fsutil::copy_to_temp(&target.abs, dir)?;
-    Ok(Some(Staged {
-        root: root.to_path_buf(),
-        target: target.clone(),
-        tmp,
-    }))
+    let (root, target) = (root.to_path_buf(), target.clone());
+    Ok(Some(Staged { root, target, tmp }))
 }
 
 impl Staged {
@@ -165,10 +162,8 @@ fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
 
 /// The generations stored in `dir`, oldest first.
 fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
-    let mut seqs: Vec<(u64, PathBuf)> = crate::fsutil::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
+    let entries = crate::fsutil::read_dir(dir).into_iter().flatten().flatten();
+    let mut seqs: Vec<(u64, PathBuf)> = entries
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
             // Eight digits at least: past 99999999 the names grow (`generation_name`).
@@ -186,9 +181,7 @@ pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
     let mut older = Vec::new();
     if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
         crate::fsutil::read_dir(&dir).at("read", &dir)?;
-        older = (stored(&dir).into_iter().rev())
-            .map(|(_, path)| path)
-            .collect();
+        older = stored(&dir).into_iter().rev().map(|(_, p)| p).collect();
     }
     let mut all = Vec::new();
     for path in std::iter::once(layout::backup(&target.abs)).chain(older) {

@@ -52,35 +52,18 @@ fn read_records(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
     Ok((claims, others))
 }
 
-/// `.coord/claims` as a view names it when reading it failed with `e` (what `read_records`
-/// refuses, so that the view and the refusal never disagree).
-fn unreadable(root: &Path, e: crate::error::Error) -> Option<crate::presence::Unreadable> {
-    let crate::error::Error::Io { path, source, .. } = e else {
-        return None;
-    };
-    let shared = crate::worktree::shared_root(root);
-    Some(crate::presence::Unreadable {
-        path: path
-            .strip_prefix(&shared)
-            .unwrap_or(&path)
-            .display()
-            .to_string(),
-        why: source.to_string(),
-    })
-}
-
-fn with_pattern(entry: LockEntry) -> Judged {
-    let pattern = Pattern::parse(&entry.file);
-    Judged {
-        pattern: pattern.unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses")),
-        entry,
+impl From<LockEntry> for Judged {
+    fn from(entry: LockEntry) -> Judged {
+        let pattern = Pattern::parse(&entry.file);
+        let pattern = pattern.unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses"));
+        Judged { pattern, entry }
     }
 }
 
 /// `read_records` with each pattern parsed.
 pub fn read_for(root: &Path) -> Result<(Vec<Judged>, Vec<String>)> {
     let (claims, others) = read_records(root)?;
-    Ok((claims.into_iter().map(with_pattern).collect(), others))
+    Ok((claims.into_iter().map(Judged::from).collect(), others))
 }
 
 /// Every claim, unjudged, by pattern then agent, and the records without a pattern.
@@ -108,10 +91,8 @@ pub fn judged_patterns(
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> Result<Vec<Judged>> {
-    Ok(try_judged(root, cache, now)?
-        .into_iter()
-        .map(with_pattern)
-        .collect())
+    let all = try_judged(root, cache, now)?;
+    Ok(all.into_iter().map(Judged::from).collect())
 }
 
 /// [`judged_patterns`] for a view: none from a file that cannot be read, which is named instead
@@ -121,9 +102,17 @@ pub fn judged_or_unreadable(
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> (Vec<Judged>, Option<crate::presence::Unreadable>) {
+    // Named as `read_records` refused it, so that the view and the refusal never disagree.
     match judged_patterns(root, cache, now) {
         Ok(all) => (all, None),
-        Err(e) => (Vec::new(), unreadable(root, e)),
+        Err(crate::error::Error::Io { path, source, .. }) => {
+            let shared = crate::worktree::shared_root(root);
+            let rel = path.strip_prefix(&shared).unwrap_or(&path);
+            let path = rel.display().to_string();
+            let why = source.to_string();
+            (Vec::new(), Some(crate::presence::Unreadable { path, why }))
+        }
+        Err(_) => (Vec::new(), None),
     }
 }
 
@@ -158,12 +147,8 @@ fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
 pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     let tree = e.field("worktree").filter(|w| Path::new(w) != root);
     let place = tree.map(|w| format!(", {}", crate::worktree::place(w, e.field("branch"))));
-    format!(
-        "{} (claim `{}`{})",
-        e.holder(),
-        e.file,
-        place.unwrap_or_default()
-    )
+    let place = place.unwrap_or_default();
+    format!("{} (claim `{}`{place})", e.holder(), e.file)
 }
 
 /// Release `agent`'s claims `which` names; with `record`, in the history and on the remote too.
@@ -213,9 +198,11 @@ pub(super) fn release_here(
     let me = agent.id();
     let mut gone = vec![false; all.len()];
     let (mut out, mut marked) = (Vec::new(), Vec::new());
+    if !matches!(which, Which::Tokens(_)) {
+        classify(root, &mut all, &mut StateCache::default(), &clock::now());
+    }
     match which {
         Which::All => {
-            classify(root, &mut all, &mut StateCache::default(), &clock::now());
             for i in (0..all.len()).filter(|&i| all[i].agent == me) {
                 // Another live process of ours holds it: not ours to give back.
                 if held_elsewhere(&all[i]).is_some() {
@@ -226,7 +213,6 @@ pub(super) fn release_here(
             }
         }
         Which::Patterns(list, force) => {
-            classify(root, &mut all, &mut StateCache::default(), &clock::now());
             for p in list {
                 let same: Vec<usize> = (0..all.len())
                     .filter(|&i| all[i].file == p.as_str())
@@ -290,9 +276,8 @@ pub(super) fn mark(
         return Ok(Vec::new());
     }
     let root = ws.root();
-    let (all, others) = read_records(root)?;
+    let (all, mut records) = read_records(root)?;
     let mut found = vec![false; held.len()];
-    let mut records = others;
     for e in &all {
         let ours =
             (held.iter()).position(|(pattern, token)| is_ours(e, agent.id(), pattern, token));

@@ -1,6 +1,6 @@
 //! The wait-for graph: which agent waits for which file, held by whom, and the cycles in it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use serde::Serialize;
 
@@ -52,11 +52,9 @@ fn holders(
         let Ok(want) = Pattern::parse(key) else {
             return Vec::new();
         };
-        let mut files: Vec<String> = (super::index::entries(root).into_iter())
+        let files: BTreeSet<String> = (super::index::entries(root).into_iter())
             .filter_map(|(rel, _)| want.matches(&rel).then_some(rel))
             .collect();
-        files.sort();
-        files.dedup();
         let targets = files.iter().filter_map(|rel| ws.target_from_rel(rel).ok());
         (Some(want), targets.collect())
     } else {
@@ -67,23 +65,20 @@ fn holders(
     };
     let mut locks: Vec<LockEntry> = targets.iter().flat_map(locks_of).collect();
     classify(root, &mut locks, cache, now);
-    let claims = (claim::judged_patterns(root, cache, now)
-        .unwrap_or_default()
-        .into_iter())
-    .filter(|c| (want.as_ref()).map_or_else(|| c.pattern.matches(key), |w| c.pattern.overlaps(w)))
-    .map(|c| c.entry)
-    .collect();
-    let (first, then) = if claim {
-        (claims, locks)
-    } else {
-        (locks, claims)
+    let in_way = |p: &Pattern| {
+        want.as_ref()
+            .map_or_else(|| p.matches(key), |w| p.overlaps(w))
     };
+    let mut claims: Vec<LockEntry> = (claim::judged_patterns(root, cache, now).unwrap_or_default())
+        .into_iter()
+        .filter_map(|c| in_way(&c.pattern).then_some(c.entry))
+        .collect();
+    if claim {
+        std::mem::swap(&mut locks, &mut claims);
+    }
     let mut out = Vec::new();
-    for e in first
-        .iter()
-        .chain(&then)
-        .filter(|e| e.state != LockState::Stale)
-    {
+    let all = locks.iter().chain(&claims);
+    for e in all.filter(|e| e.state != LockState::Stale) {
         let h = (e.agent.clone(), e.holder().to_string());
         if !out.contains(&h) {
             out.push(h);
@@ -152,9 +147,7 @@ pub fn cycle_through(me: &str, edges: &[WaitEdge]) -> Option<Vec<WaitEdge>> {
 
 /// Every cycle of the graph, each once, each starting with its smallest agent id.
 pub fn cycles(edges: &[WaitEdge]) -> Vec<Vec<WaitEdge>> {
-    let mut agents: Vec<&str> = edges.iter().map(|e| e.agent.as_str()).collect();
-    agents.sort_unstable();
-    agents.dedup();
+    let agents: BTreeSet<&str> = edges.iter().map(|e| e.agent.as_str()).collect();
     let mut found: Vec<Vec<WaitEdge>> = Vec::new();
     for agent in agents {
         let Some(cycle) = cycle_through(agent, edges) else {

@@ -87,12 +87,12 @@ pub(super) fn remote_lost(
     agent: &str,
     claim: bool,
     text: &str,
-    by: Option<&str>,
+    by: &str,
     remote: &str,
 ) {
     let event = about((Kind::LockLost, Kind::ClaimLost), claim, agent, text)
         .with("remote", remote)
-        .with_null("by", by.map(str::to_string));
+        .with("by", by);
     history::record(root, event);
 }
 

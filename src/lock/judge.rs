@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use super::{BAD_NAME, LockEntry, LockState};
+use super::LockState::{Conflict, Live, Stale};
+use super::{BAD_NAME, LockEntry};
 use crate::arbiter;
 use crate::clock::{self, Timestamp};
 use crate::host;
@@ -12,17 +13,13 @@ use crate::presence::{AgentState, StateCache};
 pub fn classify(root: &Path, entries: &mut [LockEntry], cache: &mut StateCache, now: &Timestamp) {
     for e in entries.iter_mut() {
         e.stale_why = stale_reason(root, e, cache, now);
-        e.state = if e.stale_why.is_some() {
-            LockState::Stale
-        } else {
-            LockState::Live
-        };
+        e.state = if e.stale_why.is_some() { Stale } else { Live };
     }
     for group in entries.chunk_by_mut(|a, b| a.file == b.file) {
-        let live = || group.iter().filter(|e| e.state != LockState::Stale).count();
+        let live = || group.iter().filter(|e| e.state != Stale).count();
         if live() >= 2 {
-            for e in group.iter_mut().filter(|e| e.state != LockState::Stale) {
-                e.state = LockState::Conflict;
+            for e in group.iter_mut().filter(|e| e.state != Stale) {
+                e.state = Conflict;
             }
         }
     }
@@ -86,17 +83,13 @@ fn stale_reason(
         Some(state) => format!("{} is {}", e.agent, state.as_str()),
         None => format!("{} has no presence", e.agent),
     };
+    let (dated, ttl_text) = (clock::format_age(ahead), clock::format_duration(ttl));
     if ahead > ttl {
-        return Some(format!(
-            "dated {} in the future, beyond its TTL of {}, and {holder}",
-            clock::format_age(ahead),
-            clock::format_duration(ttl)
-        ));
+        let why =
+            format!("dated {dated} in the future, beyond its TTL of {ttl_text}, and {holder}");
+        return Some(why);
     }
-    Some(format!(
-        "older than its TTL of {} and {holder}",
-        clock::format_duration(ttl)
-    ))
+    Some(format!("older than its TTL of {ttl_text} and {holder}"))
 }
 
 /// Whether `branch` is checked out in a work tree of the repository at `root` that is there.
@@ -110,25 +103,20 @@ fn branch_checked_out(root: &Path, branch: Option<&str>) -> bool {
 /// Problems a strict check reports: stale and conflicting locks, and names that are not UTF-8.
 pub fn problems(entries: &[LockEntry]) -> Vec<&LockEntry> {
     (entries.iter())
-        .filter(|e| e.state != LockState::Live || e.bad_name())
+        .filter(|e| e.state != Live || e.bad_name())
         .collect()
 }
 
 /// Describe a lock problem in one line.
 pub fn describe_problem(e: &LockEntry) -> String {
+    let (file, holder) = (&e.file, e.holder());
     let text = match e.state {
-        LockState::Stale => format!(
-            "`{}` has a STALE lock of {} ({})",
-            e.file,
-            e.holder(),
-            e.stale_why.as_deref().unwrap_or("stale")
-        ),
-        LockState::Conflict => format!(
-            "`{}` is in CONFLICT: {} holds one of several live locks",
-            e.file,
-            e.holder()
-        ),
-        LockState::Live => format!("`{}` is locked by {}", e.file, e.holder()),
+        Stale => {
+            let why = e.stale_why.as_deref().unwrap_or("stale");
+            format!("`{file}` has a STALE lock of {holder} ({why})")
+        }
+        Conflict => format!("`{file}` is in CONFLICT: {holder} holds one of several live locks"),
+        Live => format!("`{file}` is locked by {holder}"),
     };
     if e.bad_name() {
         format!("{text}; {BAD_NAME}")

@@ -44,22 +44,24 @@ use scan::{list_locks_each, own_locks_listed};
 /// What this clone's agents edit now (`working_on` on the remote): their indexed locks, sorted.
 pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {
     let gone = index::gone(ws.root());
-    let mut by_agent: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut by_agent: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (rel, agent) in index::entries(ws.root()) {
         if !gone.contains(&(rel.clone(), agent.clone())) && !rel.chars().any(char::is_control) {
-            by_agent.entry(agent).or_default().push(rel);
+            by_agent.entry(agent).or_default().insert(rel);
         }
     }
     (by_agent.into_iter())
-        .map(|(agent, mut working_on)| {
-            working_on.sort();
-            working_on.dedup();
-            working_on.truncate(crate::remote::record::MAX_PATHS);
-            crate::remote::AgentWork { agent, working_on }
+        .map(|(agent, files)| {
+            let working_on = files.into_iter().take(crate::remote::record::MAX_PATHS);
+            crate::remote::AgentWork {
+                agent,
+                working_on: working_on.collect(),
+            }
         })
         .collect()
 }
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -74,10 +76,11 @@ use crate::record::Record;
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 
 /// The state of one lock record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum LockState {
-    /// Held.
+    /// Held (and what an entry is until judged).
+    #[default]
     Live,
     /// May be taken over.
     Stale,
@@ -97,7 +100,7 @@ impl LockState {
 }
 
 /// One lock file, as read and judged.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LockEntry {
     /// The lock file.
     pub lock_path: PathBuf,
@@ -129,13 +132,10 @@ impl LockEntry {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
             Err(err) => (None, fsutil::mtime(&lock_path), Some(err.to_string())),
         };
-        let e = LockEntry::new(lock_path, file, agent, bytes);
-        Some(LockEntry {
-            since: e.since.or(mtime.map(clock::from_system_time)),
-            mtime,
-            problem,
-            ..e
-        })
+        let mut e = LockEntry::new(lock_path, file, agent, bytes);
+        e.since = e.since.or(mtime.map(clock::from_system_time));
+        (e.mtime, e.problem) = (mtime, problem);
+        Some(e)
     }
 
     /// A lock record of `bytes` (`None`: not read), unjudged: `since` is its `locked_at`.
@@ -149,11 +149,8 @@ impl LockEntry {
             agent,
             record,
             raw: bytes,
-            mtime: None,
-            problem: None,
             since,
-            state: LockState::Live,
-            stale_why: None,
+            ..LockEntry::default()
         }
     }
 
@@ -163,10 +160,9 @@ impl LockEntry {
         read().or_else(|| match fsutil::raw::create_exclusive(&lock_path, b"") {
             Ok(false) => read().or_else(|| {
                 const WHY: &str = "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)";
-                Some(LockEntry {
-                    problem: Some(WHY.into()),
-                    ..LockEntry::new(lock_path.clone(), file.clone(), agent.clone(), None)
-                })
+                let mut e = LockEntry::new(lock_path.clone(), file.clone(), agent.clone(), None);
+                e.problem = Some(WHY.into());
+                Some(e)
             }),
             // Made here, so it was not there: it goes again.
             Ok(true) => fsutil::raw::remove_file(&lock_path).ok().and(None),
@@ -282,24 +278,17 @@ fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
     };
     let dir = e.lock_path.parent().unwrap_or(Path::new("."));
     let Ok(meta) = std::fs::symlink_metadata(&e.lock_path) else {
-        return gone(); // already gone
+        return gone();
     };
     if meta.is_dir() {
-        return Err(Error::Failed {
-            message: format!(
-                "the stale lock `{}` is a folder, not a file: remove it by hand",
-                e.lock_path.display()
-            ),
-        });
+        let path = e.lock_path.display();
+        let message = format!("the stale lock `{path}` is a folder, not a file: remove it by hand");
+        return Err(Error::Failed { message });
     }
     let aside = (fsutil::temp_in(dir).at("create a temporary file in", dir)?).into_temp_path();
-    match fsutil::rename(&e.lock_path, &aside) {
-        Ok(()) => {}
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            return gone();
-        }
-        Err(Error::Io { source, .. }) => return Err(source).at("move aside", &e.lock_path),
-        Err(other) => return Err(other),
+    match fsutil::raw::rename(&e.lock_path, &aside) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return gone(),
+        moved => moved.at("move aside", &e.lock_path)?,
     }
     let now_bytes = fsutil::read_capped(&aside, RECORD_CAP).ok();
     let touched = e.mtime.is_some() && fsutil::mtime(&aside) != e.mtime;
@@ -307,11 +296,8 @@ fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
         // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
         // refreshed): put it back and honour it (a copy where hard links do not exist). A new
         // record the holder made at the path meanwhile stands; the moved copy is dropped.
-        fsutil::raw::put_back(
-            &aside,
-            &e.lock_path,
-            now_bytes.as_deref().unwrap_or_default(),
-        );
+        let bytes = now_bytes.as_deref().unwrap_or_default();
+        fsutil::raw::put_back(&aside, &e.lock_path, bytes);
         return Ok(false);
     }
     drop(aside); // removes the renamed record

@@ -86,7 +86,11 @@ pub(crate) fn register(
         let _ = fsutil::replace(&seq_path, text.as_bytes());
     }
     let hand_over = crate::arbiter::policy(root).is_ok_and(|p| p.fs.served_locally());
-    let mut paths = Vec::with_capacity(targets.len() + claims.len());
+    let mut tickets = Tickets {
+        seq,
+        paths: Vec::with_capacity(targets.len() + claims.len()),
+        keep_folders: true,
+    };
     let keys = (targets.iter().map(|t| (t.rel.as_str(), false)))
         .chain(claims.iter().map(|c| (c.as_str(), true)));
     for (key, claim) in keys {
@@ -107,22 +111,12 @@ pub(crate) fn register(
         let published =
             fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes(), hand_over)
                 .map(|held| held.map(|file| handoff::keep(&path, file)));
-        if let Err(e) = published {
-            // All or nothing: the tickets made for the other files go too.
-            leave(&Tickets {
-                seq,
-                paths,
-                keep_folders: true,
-            });
-            return Err(e);
-        }
-        paths.push(path);
+        // All or nothing: the tickets made for the other files go too.
+        published.inspect_err(|_| leave(&tickets))?;
+        tickets.paths.push(path);
     }
-    Ok(Tickets {
-        seq,
-        paths,
-        keep_folders: keeps_folders(root),
-    })
+    tickets.keep_folders = keeps_folders(root);
+    Ok(tickets)
 }
 
 /// Remove a waiter's tickets (and queue folders left empty). Caller holds the mutex.

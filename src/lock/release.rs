@@ -17,6 +17,7 @@ use crate::clock;
 use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
+use crate::host;
 use crate::layout;
 use crate::presence::{self, LockStatus, StateCache};
 use crate::wait::handoff;
@@ -171,11 +172,9 @@ fn release_files(
             Err(forced @ ReleaseOutcome::ForcedStale { .. }) => {
                 for e in &entries {
                     if !take_over(ws.root(), e)? {
-                        let message = format!(
-                            "the lock of {} on `{}` changed while being removed",
-                            e.holder(),
-                            e.file
-                        );
+                        let (holder, file) = (e.holder(), &e.file);
+                        let message =
+                            format!("the lock of {holder} on `{file}` changed while being removed");
                         return Err(Error::refused(Refusal::LockChanged, message, None));
                     }
                     g.done.insert(e.lock_path.clone());
@@ -230,15 +229,12 @@ pub(super) fn verdict<'e, T>(
     Err(if entries.is_empty() {
         ReleaseOutcome::NotLocked
     } else if let Some(held) = all.find(|e| !force || e.state != LockState::Stale) {
-        ReleaseOutcome::HeldByOther {
-            holder: held.holder().to_string(),
-            state: held.state,
-        }
+        let (holder, state) = (held.holder().to_string(), held.state);
+        ReleaseOutcome::HeldByOther { holder, state }
     } else {
         let from: Vec<&str> = entries.iter().map(|e| entry(e).holder()).collect();
-        ReleaseOutcome::ForcedStale {
-            from: from.join(", "),
-        }
+        let from = from.join(", ");
+        ReleaseOutcome::ForcedStale { from }
     })
 }
 
@@ -316,7 +312,11 @@ pub enum Fence {
 /// A lock of `agent` that follows another of its processes still running is that process's, not
 /// this one's to edit under.
 pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
-    let ours = |e: &LockEntry| !follows_running_process(e);
+    // "Still running": not seen gone (one on another host cannot be checked: it is taken to run).
+    let ours = |e: &LockEntry| {
+        let gone = |(pid, h)| host::recorded_process_gone_since(pid, h, e.process_start());
+        !follows_other_process(e, None) || e.process().is_some_and(gone)
+    };
     let path = layout::lock_file(&target.abs, agent.id());
     if let Some(e) = LockEntry::read(path, target.rel.clone(), agent.id().to_string())
         && let Some(token) = e.token()
@@ -337,15 +337,6 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         let path = e.lock_path;
         Some(Fence::File { path, seen })
     })
-}
-
-/// Whether our lock `e` follows another process of ours ([`follows_other_process`]) that has not
-/// been seen gone (one on another host cannot be checked: it is taken to run).
-fn follows_running_process(e: &LockEntry) -> bool {
-    follows_other_process(e, None)
-        && !(e.process()).is_some_and(|(pid, h)| {
-            crate::host::recorded_process_gone_since(pid, h, e.process_start())
-        })
 }
 
 /// Whether `agent` still holds `target` under `fence`. Caller holds the mutex.
@@ -369,11 +360,8 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
     let released: HashSet<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
     let written = after_release(ws, agent, &released);
     for (rel, path) in ours {
-        if let Err(e) = fsutil::remove(path) {
-            // The presence says released; the lock stands: say so again from what is on disk.
-            let _ = after_release(ws, agent, &HashSet::new());
-            return Err(e);
-        }
+        // The presence says released; the lock stands: say so again from what is on disk.
+        fsutil::remove(path).inspect_err(|_| _ = after_release(ws, agent, &HashSet::new()))?;
         // Its entry in the index goes once the lock file is gone, from whichever work tree.
         index::forget_removed(ws.root(), rel, agent.id(), path);
     }
@@ -419,9 +407,6 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
 
 /// `LOCKED` while `held` lists a lock, else `FREE`.
 pub(super) fn holding(held: &[String]) -> LockStatus {
-    if held.is_empty() {
-        LockStatus::Free
-    } else {
-        LockStatus::Locked
-    }
+    use LockStatus::{Free, Locked};
+    if held.is_empty() { Free } else { Locked }
 }

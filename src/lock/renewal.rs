@@ -140,13 +140,6 @@ struct Round {
 /// A record released by the renewer: (agent, pattern, version).
 type Orphan = (String, String, String);
 
-/// One of this clone's records as last read: its version (blob), and whether this clock first
-/// saw it later than it reads now.
-struct Version {
-    blob: String,
-    ahead: bool,
-}
-
 impl Round {
     /// Look (no network): `None` when the clone does not share its claims any more, or the
     /// workspace is gone.
@@ -165,21 +158,24 @@ impl Round {
         let there: Vec<&RemoteClaim> = view.claims.iter().filter(|c| c.mine).collect();
         let versions = own_versions(ws, &cfg, &now);
         let ahead = |agent: &str, text: &str| {
-            (versions.get(&(agent.to_string(), text.to_string()))).is_some_and(|v| v.ahead)
+            (versions.get(&(agent.to_string(), text.to_string()))).is_some_and(|v| v.1)
         };
         let Ok(marked) = marked_here(ws, &cfg.remote, &mut cache, &now) else {
             round.keep_unseen(&there, &ahead, &now);
             return Some(round);
         };
         for (e, kind) in marked {
-            let (Some(token), agent) = (e.token(), e.agent.clone()) else {
+            let Some(token) = e.token().filter(|_| e.state != LockState::Stale) else {
                 continue;
             };
-            let lease = e
-                .field(LEASE)
-                .and_then(|l| clock::parse_duration(l).ok())
+            let lease = (e.field(LEASE).and_then(|l| clock::parse_duration(l).ok()))
                 .filter(|l| !l.is_zero())
                 .unwrap_or(remote::DEFAULT_LEASE);
+            let agent = &e.agent;
+            let record =
+                (there.iter()).find(|c| c.holder.agent == *agent && c.pattern.as_str() == e.file);
+            let due =
+                record.is_none_or(|c| due(&c.lease_until, lease, &now) || ahead(agent, &e.file));
             let held = Held {
                 kind,
                 text: e.file.clone(),
@@ -187,35 +183,17 @@ impl Round {
                 lease,
                 reason: e.reason().map(str::to_string),
             };
-            if e.state == LockState::Stale {
-                continue;
-            }
-            let record =
-                (there.iter()).find(|c| c.holder.agent == agent && c.pattern.as_str() == e.file);
-            let due =
-                record.is_none_or(|c| due(&c.lease_until, lease, &now) || ahead(&agent, &e.file));
-            if due {
-                round
-                    .due
-                    .entry(agent.clone())
-                    .or_default()
-                    .push(held.clone());
-            }
-            round.live.entry(agent).or_default().push(held);
+            round.hold(agent, held, due);
         }
         for c in there.iter().filter(|c| c.lease_until > now) {
             let agent = &c.holder.agent;
             let here = held_here(ws, agent, c.kind, c.pattern.as_str(), &mut cache, &now);
             let version = versions.get(&(agent.clone(), c.pattern.as_str().to_string()));
-            if let Some(v) = version
+            if let Some((blob, _)) = version
                 && here.is_ok_and(|h| h.is_none_or(|e| e.state == LockState::Stale))
             {
-                let pattern = pattern_of(c.kind, c.pattern.as_str());
-                round
-                    .release
-                    .entry(agent.clone())
-                    .or_default()
-                    .push((pattern, v.blob.clone()));
+                let release = round.release.entry(agent.clone()).or_default();
+                release.push((pattern_of(c.kind, c.pattern.as_str()), blob.clone()));
             }
         }
         Some(round)
@@ -237,15 +215,19 @@ impl Round {
                 lease: remote::DEFAULT_LEASE,
                 reason: c.reason.clone(),
             };
-            let agent = c.holder.agent.clone();
-            if due(&c.lease_until, held.lease, now) || ahead(&agent, &held.text) {
-                self.due
-                    .entry(agent.clone())
-                    .or_default()
-                    .push(held.clone());
-            }
-            self.live.entry(agent).or_default().push(held);
+            let agent = &c.holder.agent;
+            let due = due(&c.lease_until, held.lease, now) || ahead(agent, &held.text);
+            self.hold(agent, held, due);
         }
+    }
+
+    /// `agent`'s record `held` is held here (`due`: and due for renewal).
+    fn hold(&mut self, agent: &str, held: Held, due: bool) {
+        if due {
+            let due = self.due.entry(agent.to_string()).or_default();
+            due.push(held.clone());
+        }
+        self.live.entry(agent.to_string()).or_default().push(held);
     }
 
     /// The records to release there, as (agent, pattern, version).
@@ -284,27 +266,24 @@ impl Round {
     /// each).
     fn act(&self, ws: &Workspace) -> Result<()> {
         for (agent, versions) in &self.release {
-            let Ok(id) = AgentId::parse(agent) else {
-                continue;
-            };
-            remote::release_versions(ws, &id, versions)?;
+            if let Ok(id) = AgentId::parse(agent) {
+                remote::release_versions(ws, &id, versions)?;
+            }
         }
         for (agent, held) in &self.due {
             let Ok(id) = AgentId::parse(agent) else {
                 continue;
             };
             let patterns: Vec<Pattern> = held.iter().map(|h| pattern_of(h.kind, &h.text)).collect();
-            let outcomes = remote::renew(ws, std::slice::from_ref(&id), Some(&patterns), None)?;
-            for o in outcomes {
+            for o in remote::renew(ws, std::slice::from_ref(&id), Some(&patterns), None)? {
                 let Outcome::Gone { pattern, by } = o else {
                     continue;
                 };
-                let Some(h) = held.iter().find(|h| h.text == pattern) else {
-                    continue;
-                };
-                match by {
-                    Some(by) => lost(ws, &id, h, Some(by.describe()), &self.remote),
-                    None => republish(ws, &id, h, &self.remote)?,
+                let h = held.iter().find(|h| h.text == pattern);
+                match (h, by) {
+                    (Some(h), Some(by)) => lost(ws, &id, h, &by.describe(), &self.remote),
+                    (Some(h), None) => republish(ws, &id, h, &self.remote)?,
+                    (None, _) => {}
                 }
             }
         }
@@ -319,8 +298,8 @@ fn due(until: &Timestamp, lease: Duration, now: &Timestamp) -> bool {
     left <= lease.saturating_sub(lease / 3)
 }
 
-/// This clone's records on the remote as last read, by (agent, pattern): each version, and
-/// whether this clock first saw it later than `now`. Such a record was stamped before the
+/// This clone's records on the remote as last read, by (agent, pattern): each version (blob),
+/// and whether this clock first saw it later than `now`. Such a record was stamped before the
 /// clock was set back: its lease would end here later than on the other clones, which count it
 /// from when they saw it (it would lapse there before it came due here), so it is renewed at
 /// once.
@@ -328,21 +307,17 @@ fn own_versions(
     ws: &Workspace,
     cfg: &remote::Config,
     now: &Timestamp,
-) -> BTreeMap<(String, String), Version> {
-    let (Some(me), Some(state)) = (
-        cfg.clone_id.as_deref(),
-        remote::state::read(ws.root(), &cfg.remote),
-    ) else {
+) -> BTreeMap<(String, String), (String, bool)> {
+    let state = remote::state::read(ws.root(), &cfg.remote);
+    let (Some(me), Some(state)) = (cfg.clone_id.as_deref(), state) else {
         return BTreeMap::new();
     };
     (state.claims.iter())
         .filter(|c| c.record.holder.clone == me)
         .map(|c| {
             let pattern = pattern_of(c.record.kind, c.record.text());
-            let version = Version {
-                blob: c.blob.clone(),
-                ahead: clock::parse_timestamp(&c.seen).is_some_and(|seen| seen > *now),
-            };
+            let ahead = clock::parse_timestamp(&c.seen).is_some_and(|seen| seen > *now);
+            let version = (c.blob.clone(), ahead);
             let key = (c.record.holder.agent.clone(), pattern.as_str().to_string());
             (key, version)
         })
@@ -393,14 +368,14 @@ fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<
     };
     match remote::publish_claims(ws, agent, &[item], h.reason.as_deref(), h.lease)? {
         Claimed::Published(_) => {}
-        Claimed::Held(other) => lost(ws, agent, h, Some(other.holder.describe()), remote),
+        Claimed::Held(other) => lost(ws, agent, h, &other.holder.describe(), remote),
     }
     Ok(())
 }
 
 /// The remote refused the renewal of `h`: its record there is gone (taken over by `by`, once
 /// its lease lapsed).
-fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: Option<String>, remote: &str) {
+fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: &str, remote: &str) {
     let given = match h.kind {
         Kind::Claim => {
             let held = [(h.text.clone(), h.token.clone())];
@@ -417,15 +392,9 @@ fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: Option<String>, remote: &
         out.iter()
             .any(|r| r.outcome == super::ReleaseOutcome::Released)
     });
+    let claim = h.kind == Kind::Claim;
     if released {
-        super::events::remote_lost(
-            ws.root(),
-            agent.id(),
-            h.kind == Kind::Claim,
-            &h.text,
-            by.as_deref(),
-            remote,
-        );
+        super::events::remote_lost(ws.root(), agent.id(), claim, &h.text, by, remote);
     }
 }
 
@@ -450,15 +419,11 @@ mod tests {
 
     #[test]
     fn a_record_without_a_holder_is_released_when_two_looks_saw_it() {
+        let record = |p: &str, v: &str| (Pattern::parse(p).unwrap(), v.to_string());
         let round = || {
             let mut r = Round::default();
-            r.release.insert(
-                "a".into(),
-                vec![
-                    (Pattern::parse("src/**").unwrap(), "v1".to_string()),
-                    (Pattern::parse("x/").unwrap(), "v2".to_string()),
-                ],
-            );
+            let records = vec![record("src/**", "v1"), record("x/", "v2")];
+            r.release.insert("a".into(), records);
             r
         };
         let mut first = round();
@@ -468,38 +433,31 @@ mod tests {
         let mut second = round();
         second.release_only(&seen);
         assert_eq!(second.release["a"].len(), 2);
-        let mut third = round();
-        third.release_only(&[("a".to_string(), "x/**".to_string(), "v2".to_string())].into());
-        assert_eq!(
-            third.release["a"],
-            vec![(Pattern::parse("x/").unwrap(), "v2".to_string())]
-        );
         // A new version of a record (published again here since) is not released.
-        let mut fourth = round();
-        fourth.release_only(&[("a".to_string(), "x/**".to_string(), "v0".to_string())].into());
-        assert!(fourth.release.is_empty());
+        for (version, released) in [("v2", Some(vec![record("x/", "v2")])), ("v0", None)] {
+            let mut r = round();
+            r.release_only(&[("a".to_string(), "x/**".to_string(), version.to_string())].into());
+            assert_eq!(r.release.get("a"), released.as_ref(), "{version}");
+        }
     }
 
     #[test]
     fn the_look_is_every_second_or_a_third_of_the_shortest_lease() {
         let mut r = Round::default();
         assert_eq!(r.poll(), POLL);
-        let held = |s| Held {
+        let held = |lease| Held {
             kind: Kind::Claim,
             text: "src/**".into(),
             token: "t".into(),
-            lease: Duration::from_secs(s),
+            lease,
             reason: None,
         };
-        r.live.insert("a".into(), vec![held(900), held(2)]);
+        let secs = Duration::from_secs;
+        r.live
+            .insert("a".into(), vec![held(secs(900)), held(secs(2))]);
         assert_eq!(r.poll(), Duration::from_secs(2) / 3);
-        r.live.insert(
-            "b".into(),
-            vec![Held {
-                lease: Duration::from_millis(30),
-                ..held(1)
-            }],
-        );
+        r.live
+            .insert("b".into(), vec![held(Duration::from_millis(30))]);
         assert_eq!(r.poll(), MIN_POLL);
     }
 }

@@ -33,13 +33,11 @@ pub fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
     let root = targets.first().and_then(root_of);
     let roster = root.map(|root| lookup_roster(&root)).transpose()?;
     let roster = roster.unwrap_or_default();
-    list_locks_each(
-        targets,
-        Listing {
-            roster: &roster,
-            ..Listing::default()
-        },
-    )
+    let how = Listing {
+        roster: &roster,
+        ..Listing::default()
+    };
+    list_locks_each(targets, how)
 }
 
 /// How [`list_locks_each`] lists the locks of targets.
@@ -140,11 +138,8 @@ fn list_folders(
                         out[i].extend(read(entry.path(), targets[i].rel.clone(), agent.clone()));
                     }
                 }
-                Some(_) => {}
-                None if how.sweep && tree.is_none() => {
-                    fsutil::sweep_entry(&entry);
-                }
-                None => {}
+                None if how.sweep && tree.is_none() => _ = fsutil::sweep_entry(&entry),
+                _ => {}
             }
         }
     }
@@ -180,14 +175,9 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     if ids.iter().any(|i| i == id) {
         return Ok(());
     }
-    let mut ids = ids.to_vec();
-    ids.push(id.to_string());
-    let mut text = ids.join("\n");
-    text.push('\n');
-    fsutil::replace(
-        &layout::roster(&crate::worktree::shared_root(root)),
-        text.as_bytes(),
-    )
+    let text = format!("{}\n", [ids, &[id.to_string()]].concat().join("\n"));
+    let path = layout::roster(&crate::worktree::shared_root(root));
+    fsutil::replace(&path, text.as_bytes())
 }
 
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
@@ -216,9 +206,8 @@ fn with_indexed(ws: &Workspace, tops: &[PathBuf], mut found: Vec<LockEntry>) -> 
 
 /// The top level of every work tree sharing the workspace of `root`, `root` first.
 pub(super) fn tops(root: &Path) -> Vec<PathBuf> {
-    let mut tops = vec![root.to_path_buf()];
-    tops.extend(crate::worktree::others(root).into_iter().map(|t| t.top));
-    tops
+    let others = crate::worktree::others(root).into_iter().map(|t| t.top);
+    std::iter::once(root.to_path_buf()).chain(others).collect()
 }
 
 /// The lock files under `rel_dir` (empty: all) in each work tree of `tops`, relative to it.
@@ -356,10 +345,8 @@ fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {
     let file = ws.rel(&path.parent()?.join(base))?;
     let mut e = LockEntry::read(path.to_path_buf(), file, agent)?;
     if raw_name.to_str().is_none() {
-        e.problem = Some(match e.problem.take() {
-            Some(p) => format!("{BAD_NAME}; {p}"),
-            None => BAD_NAME.to_string(),
-        });
+        let also = e.problem.take().map(|p| format!("; {p}"));
+        e.problem = Some(format!("{BAD_NAME}{}", also.unwrap_or_default()));
     }
     Some(e)
 }
@@ -385,10 +372,7 @@ pub fn scan_judged(
         HandMade::Walk => scan_tree(ws),
         HandMade::AtHand(presences) => {
             let tops = tops(ws.root());
-            let found = tops
-                .iter()
-                .flat_map(|top| at_hand(top, presences))
-                .collect();
+            let found = tops.iter().flat_map(|t| at_hand(t, presences)).collect();
             with_indexed(ws, &tops, found)
         }
     };
@@ -431,18 +415,15 @@ fn pointed_at(top: &Path, file: &str, agent: &str) -> Option<PathBuf> {
 
 /// Files the scan could not read as lock records, for `status`.
 pub fn unreadable(entries: &[LockEntry], ws: &Workspace) -> Vec<Unreadable> {
-    (entries.iter())
-        .filter_map(|e| {
-            Some(Unreadable {
-                // A name that is not UTF-8 is shown with its bad bytes replaced.
-                path: ws.rel(&e.lock_path).or_else(|| {
-                    let rel = e.lock_path.strip_prefix(ws.root()).ok()?;
-                    Some(rel.to_string_lossy().into_owned())
-                })?,
-                why: e.problem.clone()?,
-            })
-        })
-        .collect()
+    let unreadable = |e: &LockEntry| {
+        let why = e.problem.clone()?;
+        // A name that is not UTF-8 is shown with its bad bytes replaced.
+        let lossy = e.lock_path.strip_prefix(ws.root()).ok();
+        let lossy = lossy.map(|rel| rel.to_string_lossy().into_owned());
+        let path = ws.rel(&e.lock_path).or(lossy)?;
+        Some(Unreadable { path, why })
+    };
+    entries.iter().filter_map(unreadable).collect()
 }
 
 /// The files `agent` lists as locked in its presence `p` (as just read) that it still holds.

@@ -69,11 +69,8 @@ fn conflicts_and_dead_processes_are_judged() {
     let pid = child.id();
     child.wait().unwrap();
     let now = clock::now();
-    let text = format!(
-        "locked_at: {}\npid: {pid}\nhost: {}\n",
-        clock::format_timestamp(&now),
-        host::hostname()
-    );
+    let (at, host) = (clock::format_timestamp(&now), host::hostname());
+    let text = format!("locked_at: {at}\npid: {pid}\nhost: {host}\n");
     let entries = vec![entry("a", "claude", &text)];
     assert_eq!(states(entries, &now), [LockState::Stale]);
 }
@@ -225,11 +222,8 @@ fn queue_numbers_only_grow_and_leaving_removes_the_tickets() {
     let _mutex = ws.lock_mutex().unwrap();
     let first = queue::register(ws.root(), &agent("one"), std::slice::from_ref(&a), &[]).unwrap();
     // A damaged counter cannot let a newcomer jump the line: tickets still queued count too.
-    std::fs::write(
-        crate::layout::queue_seq(&crate::worktree::shared_root(ws.root())),
-        "garbage",
-    )
-    .unwrap();
+    let seq = crate::layout::queue_seq(&crate::worktree::shared_root(ws.root()));
+    std::fs::write(seq, "garbage").unwrap();
     let second = queue::register(ws.root(), &agent("two"), std::slice::from_ref(&a), &[]).unwrap();
     assert!(second.seq > first.seq, "{} > {}", second.seq, first.seq);
     let line = || -> Vec<String> {

@@ -165,15 +165,10 @@ mod tests {
         std::fs::write(dir.path().join("g.md.lock.codex"), b"x").unwrap();
         std::fs::remove_file(dir.path().join("g.md.lock.codex")).unwrap();
         let _ = std::fs::read_dir(dir.path()).unwrap().count();
-        assert!(
-            !w.wait(Duration::from_millis(300)),
-            "woken by a change that unblocks nothing"
-        );
+        let (short, long) = (Duration::from_millis(300), Duration::from_secs(10));
+        assert!(!w.wait(short), "woken by a change that unblocks nothing");
         std::fs::remove_file(&held).unwrap();
-        assert!(
-            w.wait(Duration::from_secs(10)),
-            "the release woke the waiter"
-        );
+        assert!(w.wait(long), "the release woke the waiter");
     }
 
     #[test]
@@ -183,21 +178,16 @@ mod tests {
         std::fs::write(&p, b"1").unwrap();
         let mut w = FolderWatch::new(&[dir.path().to_path_buf()]);
         let _ = std::fs::read(&p).unwrap();
-        assert!(
-            !w.wait(Duration::from_millis(300)),
-            "looking is not a change"
-        );
+        let (short, long) = (Duration::from_millis(300), Duration::from_secs(10));
+        assert!(!w.wait(short), "looking is not a change");
         std::fs::write(dir.path().join("y"), b"1").unwrap();
-        assert!(w.wait(Duration::from_secs(10)), "a new name is");
+        assert!(w.wait(long), "a new name is");
         // Woken, the watch stands down until the next wait, which reports at once that a
         // change may have been missed, then sleeps again until the next one.
         std::fs::write(dir.path().join("z"), b"1").unwrap();
-        assert!(
-            w.wait(Duration::from_secs(10)),
-            "a change between two waits"
-        );
-        assert!(!w.wait(Duration::from_millis(300)), "nothing changed since");
+        assert!(w.wait(long), "a change between two waits");
+        assert!(!w.wait(short), "nothing changed since");
         std::fs::remove_file(dir.path().join("z")).unwrap();
-        assert!(w.wait(Duration::from_secs(10)), "watched again");
+        assert!(w.wait(long), "watched again");
     }
 }

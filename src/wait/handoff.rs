@@ -52,6 +52,7 @@ pub fn rekey(from: &Path, to: &Path) {
 
 /// One helper thread's wait, shared by every [`Handoff`] of this process on the same file:
 /// how its `flock` ended (`None`: still waiting).
+#[derive(Default)]
 struct Shared {
     outcome: Mutex<Option<Woken>>,
     changed: Condvar,
@@ -103,10 +104,7 @@ impl Handoff {
         let shared = match all.iter().find(|(k, _)| *k == key) {
             Some((_, shared)) => Arc::clone(shared),
             None => {
-                let shared = Arc::new(Shared {
-                    outcome: Mutex::new(None),
-                    changed: Condvar::new(),
-                });
+                let shared = Arc::new(Shared::default());
                 let theirs = Arc::clone(&shared);
                 // A thread blocks in `flock` for us; callers wait on `shared`, with a timeout. At
                 // exit the kernel ends a thread blocked there at once.
@@ -128,10 +126,8 @@ impl Handoff {
                 shared
             }
         };
-        Some(Handoff {
-            path: path.to_path_buf(),
-            shared,
-        })
+        let path = path.to_path_buf();
+        Some(Handoff { path, shared })
     }
 
     /// The file waited for.
@@ -159,12 +155,7 @@ mod tests {
     /// Create `p` locked and keep it, as a holder does; returns its device and inode.
     fn kept(p: &Path) -> FileId {
         use std::os::unix::fs::MetadataExt;
-        let f = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(p)
-            .unwrap();
+        let f = File::create(p).unwrap();
         f.lock().unwrap();
         let meta = f.metadata().unwrap();
         keep(p, f);
@@ -189,11 +180,8 @@ mod tests {
         kept(&p);
         let h = Handoff::start(&p).expect("kept locked");
         assert_eq!(h.path(), p);
-        assert_eq!(
-            h.wait(Duration::from_millis(50)),
-            Woken::TimedOut,
-            "still kept"
-        );
+        let ms = Duration::from_millis;
+        assert_eq!(h.wait(ms(50)), Woken::TimedOut, "still kept");
         std::fs::remove_file(&p).unwrap();
         let t = Instant::now();
         let_go(&p);
@@ -216,10 +204,8 @@ mod tests {
         assert_eq!(second.wait(Duration::from_secs(20)), Woken::LetGo);
         let start = Instant::now();
         while waiting().iter().any(|(k, _)| *k == key) {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "thread still listed"
-            );
+            let limit = Duration::from_secs(20);
+            assert!(start.elapsed() < limit, "thread still listed");
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -235,13 +221,10 @@ mod tests {
         // Kept under another name: let go with that one.
         let h = Handoff::start(&b).expect("b still kept");
         rekey(&b, &a);
-        assert_eq!(h.wait(Duration::from_millis(20)), Woken::TimedOut);
+        let ms = Duration::from_millis;
+        assert_eq!(h.wait(ms(20)), Woken::TimedOut);
         let_go(&b);
-        assert_eq!(
-            h.wait(Duration::from_millis(20)),
-            Woken::TimedOut,
-            "rekeyed away from b"
-        );
+        assert_eq!(h.wait(ms(20)), Woken::TimedOut, "rekeyed away from b");
         let_go(&a);
         assert_eq!(h.wait(Duration::from_secs(20)), Woken::LetGo);
         kept(&b);

@@ -200,10 +200,8 @@ impl<'a> Try<'a> {
         // Our own name is not enough on a lock of another live process of ours (`coord run`,
         // `coord session`): two processes of one agent exclude each other too.
         let live_mine = mine.iter().filter(|m| m.state != LockState::Stale);
-        if let Some(other) = live_mine.clone().find(|m| {
-            let owner = self.req.owner.as_ref().map(|o| o.pid);
-            follows_other_process(m, owner)
-        }) {
+        let owner = self.req.owner.as_ref().map(|o| o.pid);
+        if let Some(other) = live_mine.clone().find(|m| follows_other_process(m, owner)) {
             let mut b = blocker_of(root, other, &self.now);
             if let Some((pid, _)) = other.process() {
                 b.holder = format!("{} (process {pid})", b.holder);
@@ -282,10 +280,8 @@ impl<'a> Try<'a> {
             .filter_map(|(rel, _)| ws.target_from_rel(rel).ok())
             .flat_map(|t| super::super::locks_of(&t))
             .collect();
-        found.extend(
-            (scan_folder(&tops(ws.root()), &want.literal_prefix()).into_iter())
-                .filter(|e| want.matches(&e.file)),
-        );
+        let walked = scan_folder(&tops(ws.root()), &want.literal_prefix());
+        found.extend(walked.into_iter().filter(|e| want.matches(&e.file)));
         let mut seen = HashSet::new();
         found.retain(|e| e.agent != me && seen.insert(e.lock_path.clone()));
         classify(ws.root(), &mut found, &mut self.cache, &self.now);
@@ -315,10 +311,8 @@ impl<'a> Try<'a> {
         }
         // A process releasing before it exits keeps new locks locked: the next one sleeps on that.
         let hold = handoff::holds_locks() && policy.fs.served_locally();
-        let mut got = Vec::with_capacity(plans.len() + claim_plans.len());
-        for plan in plans {
-            got.push(self.publish_lock(plan, hold)?);
-        }
+        let mut got =
+            (plans.iter().map(|plan| self.publish_lock(plan, hold))).collect::<Result<Vec<_>>>()?;
         if let Some(b) = self.newcomer(plans)? {
             return Ok(Attempt::Busy(b));
         }
@@ -332,13 +326,12 @@ impl<'a> Try<'a> {
         let over: Vec<&LockEntry> = (plans.iter().flat_map(|p| &p.stale_claims))
             .chain(claim_plans.iter().flat_map(|p| &p.stale_claims))
             .collect();
-        if claim_plans.is_empty() && over.is_empty() {
-            return Ok(Attempt::Got(got));
+        if !claim_plans.is_empty() || !over.is_empty() {
+            if !mutex.still_held() {
+                return Ok(Attempt::Fenced);
+            }
+            got.extend(self.publish_claims(claim_plans, &over)?);
         }
-        if !mutex.still_held() {
-            return Ok(Attempt::Fenced);
-        }
-        got.extend(self.publish_claims(claim_plans, &over)?);
         Ok(Attempt::Got(got))
     }
 
@@ -402,11 +395,8 @@ impl<'a> Try<'a> {
     /// Say `LOCKED` and every lock in our presence (a holder that cannot say so withdraws them).
     fn write_presence(&self, got: &[Acquired]) -> Result<()> {
         let mut listed = self.mine.held.clone();
-        for a in got {
-            if !listed.contains(&a.file) {
-                listed.push(a.file.clone());
-            }
-        }
+        let new: Vec<_> = (got.iter()).filter(|a| !listed.contains(&a.file)).collect();
+        listed.extend(new.into_iter().map(|a| a.file.clone()));
         let update = presence::Update {
             current_file: super::first_key(self.targets, self.req),
             lock_status: Some(LockStatus::Locked),
@@ -429,10 +419,9 @@ impl<'a> Try<'a> {
             over.iter().any(|s| same(s, e))
                 || (plans.iter()).any(|p| p.mine.as_ref().is_some_and(|o| same(o, e)))
         };
+        let kept = self.claims.iter().filter(|c| !gone(&c.entry));
         let mut records = self.unrelated.clone();
-        records.extend(
-            (self.claims.iter().filter(|c| !gone(&c.entry))).map(|c| claim::raw_text(&c.entry)),
-        );
+        records.extend(kept.map(|c| claim::raw_text(&c.entry)));
         let branch = (crate::worktree::trees(root).into_iter().next()).and_then(|t| t.branch());
         let file = layout::claims_file(&crate::worktree::shared_root(root));
         let lock_file = (self.ws.rel(&file)).unwrap_or_else(|| file.display().to_string());

@@ -118,22 +118,20 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
     let task = presence.as_ref().and_then(|p| p.field("working_on"));
     let working_on = working_text(task, e.reason());
     let holder_state = presence.as_ref().map(|p| p.state(now));
+    let client = e.client_session().is_some() && e.process_start().is_some();
     let follows = e.process().and_then(|(pid, h)| {
         (h == host::hostname() && !host::recorded_process_gone_since(pid, h, e.process_start()))
-            .then_some(Follows {
-                pid,
-                client: e.client_session().is_some() && e.process_start().is_some(),
-            })
+            .then_some(Follows { pid, client })
     });
     let takeable_at = match (follows, &e.since) {
         (Some(Follows { client: true, .. }), _) | (_, None) => None,
         (_, Some(since)) => (|| {
             // A TTL past the calendar's end never runs out: no time to name.
-            let expires = since.checked_add_signed(chrono::Duration::from_std(e.ttl()).ok()?)?;
+            let after =
+                |t: &Timestamp, d| t.checked_add_signed(chrono::Duration::from_std(d).ok()?);
+            let expires = after(since, e.ttl())?;
             let inactive = match (holder_state, presence.as_ref().and_then(|p| p.heartbeat())) {
-                (Some(AgentState::Active), Some(hb)) => hb.checked_add_signed(
-                    chrono::Duration::from_std(presence::HEARTBEAT_TIMEOUT).ok()?,
-                )?,
+                (Some(AgentState::Active), Some(hb)) => after(&hb, presence::HEARTBEAT_TIMEOUT)?,
                 _ => *now,
             };
             Some(expires.max(inactive))
@@ -142,11 +140,10 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
     // In another work tree of the repository: `Claude (worktree /repo-b, branch feature)`.
     let trees = crate::worktree::trees(root);
     let holder = match crate::worktree::tree_of(&trees, &e.lock_path) {
-        Some(t) if t.top != root => format!(
-            "{} ({})",
-            e.holder(),
-            crate::worktree::place(t.top.display(), t.branch().as_deref())
-        ),
+        Some(t) if t.top != root => {
+            let place = crate::worktree::place(t.top.display(), t.branch().as_deref());
+            format!("{} ({place})", e.holder())
+        }
         _ => e.holder().to_string(),
     };
     Blocker {

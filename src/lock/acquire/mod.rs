@@ -389,14 +389,11 @@ impl Tries<'_> {
             },
         };
         let attempt = attempt(self, &mutex)?;
+        let waits = self.may_wait && !self.deadline.passed();
         match &attempt {
             Attempt::Got(_) => self.leave_line(),
-            Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
-                if self.line_up(&mutex)? {
-                    return Ok(Attempt::Fenced);
-                }
-            }
-            Attempt::Busy(_) | Attempt::Fenced => {}
+            Attempt::Busy(_) if waits && self.line_up(&mutex)? => return Ok(Attempt::Fenced),
+            _ => {}
         }
         Ok(attempt)
     }
@@ -528,11 +525,8 @@ impl Tries<'_> {
         }
         self.tell(blocker);
         pause(self.deadline);
-        if let Err(e) = self.stopped() {
-            remote_claim::say_waiting(ws, agent, false);
-            return Err(e);
-        }
-        Ok(())
+        self.stopped()
+            .inspect_err(|_| remote_claim::say_waiting(ws, agent, false))
     }
 
     /// Tell the user what stands in the way: once when the wait starts, then when it changes.
@@ -560,10 +554,8 @@ impl Tries<'_> {
         let Some(signal) = crate::wait::stop_requested() else {
             return Ok(());
         };
-        Err(Error::Interrupted {
-            signal,
-            file: first_key(self.targets, self.req).unwrap_or_default(),
-        })
+        let file = first_key(self.targets, self.req).unwrap_or_default();
+        Err(Error::Interrupted { signal, file })
     }
 
     /// Touch our tickets every [`queue::TOUCH_EVERY`]; queue up again if they were judged dead.
@@ -597,17 +589,13 @@ impl Drop for Tries<'_> {
         match mutex {
             Ok(_mutex) => settle(self.ws, &self.req.agent, &tickets),
             // The tickets stay, dead once we are gone; their locks go now (`coord mcp` lives on).
-            Err(_) => {
-                for path in &tickets.paths {
-                    crate::wait::handoff::let_go(path);
-                }
-            }
+            Err(_) => tickets.paths.iter().for_each(|p| handoff::let_go(p)),
         }
     }
 }
 
 /// How long leaving the queue waits for the workspace mutex when the wait ended early.
-const CLEANUP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+const CLEANUP_PATIENCE: Duration = Duration::from_secs(5);
 
 /// Leave the queue and say in the presence whether we still hold anything. Caller holds the mutex.
 fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
@@ -649,8 +637,7 @@ fn deadlock(tries: &Tries) -> Option<Error> {
         .collect();
     edges.extend(super::deadlock::edges(ws, &others, &mut cache, &now));
     let cycle = super::deadlock::cycle_through(me, &edges)?;
-    Some(Error::Deadlock {
-        file: cycle[0].file.clone(),
-        cycle: cycle.iter().map(super::deadlock::WaitEdge::step).collect(),
-    })
+    let file = cycle[0].file.clone();
+    let cycle = cycle.iter().map(super::deadlock::WaitEdge::step).collect();
+    Some(Error::Deadlock { file, cycle })
 }

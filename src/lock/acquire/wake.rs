@@ -52,12 +52,12 @@ impl Probe<'_> {
     /// Whether a full try would surely still find us blocked, and why.
     pub(super) fn look(&self) -> Look {
         if let Some((dirs, seq)) = &self.queue {
-            let last = self.ahead.take();
+            let (last, open) = (self.ahead.take(), self.policy.exact_lookups);
             let ahead = (last.clone())
-                .filter(|t| queue::ticket_stands(t, self.policy.exact_lookups))
+                .filter(|t| queue::ticket_stands(t, open))
                 .or_else(|| {
                     dirs.iter()
-                        .find_map(|d| queue::ticket_before(d, *seq, self.policy.exact_lookups))
+                        .find_map(|d| queue::ticket_before(d, *seq, open))
                 });
             if ahead.is_some() {
                 self.ahead.replace(ahead);
@@ -91,10 +91,7 @@ impl Probe<'_> {
     /// The lock (and bytes) of the agent of `ticket` (just ahead) on one of our files, if not gone.
     fn taken_by(&self, ticket: &Path) -> Option<(PathBuf, Vec<u8>)> {
         let name = ticket.file_name()?.to_str()?;
-        let (_, agent) = layout::parse_ticket(name)?;
-        if agent == self.agent {
-            return None;
-        }
+        let (_, agent) = layout::parse_ticket(name).filter(|(_, a)| *a != self.agent)?;
         self.at.1.iter().find_map(|t| {
             let path = layout::lock_file(&t.abs, agent);
             let raw = fsutil::read_capped(&path, RECORD_CAP).ok()?;
@@ -105,12 +102,7 @@ impl Probe<'_> {
 
 /// Whether a lock record does not name a process of this host that is gone.
 fn process_alive(raw: &[u8]) -> bool {
-    let e = LockEntry::new(
-        PathBuf::new(),
-        String::new(),
-        String::new(),
-        Some(raw.to_vec()),
-    );
+    let e = LockEntry::new(PathBuf::new(), "".into(), "".into(), Some(raw.to_vec()));
     (e.process())
         .is_none_or(|(pid, h)| !host::recorded_process_gone_since(pid, h, e.process_start()))
 }
@@ -143,13 +135,10 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
     for t in targets {
         if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
             let prefix = (layout::lock_file(Path::new(base), "").to_string_lossy()).into_owned();
-            locks.add_removals(dir, Some(vec![prefix.clone()]));
             let rel_dir = Path::new(&t.rel).parent().unwrap_or(Path::new(""));
-            for tree in &others {
-                let there = tree.top.join(rel_dir);
-                if there.is_dir() {
-                    locks.add_removals(&there, Some(vec![prefix.clone()]));
-                }
+            let there = (others.iter().map(|tree| tree.top.join(rel_dir))).filter(|d| d.is_dir());
+            for dir in std::iter::once(dir.to_path_buf()).chain(there) {
+                locks.add_removals(&dir, Some(vec![prefix.clone()]));
             }
         }
     }
