@@ -490,6 +490,11 @@ fn a_killed_renewer_is_started_again_by_its_holders_next_hook() {
         .status()
         .unwrap();
     assert!(killed.success());
+    // Dead, not only signalled: its kernel lock is free (a hook that looks while the killed
+    // process is still on its way out sees a renewer running, and the next one starts it).
+    let lock = std::fs::File::open(a.join(".coord/remote/renewer")).unwrap();
+    eventually("the killed renewer is gone", || lock.try_lock().is_ok());
+    drop(lock);
     let payload = serde_json::json!({
         "session_id": "7684f1ed-55e2-4a19-be34-6aa5a64f4b50",
         "cwd": a,
