@@ -167,7 +167,7 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &str, body: &str) -> Result<Mess
     }
     let dir = dir.display();
     let message = format!("cannot find a free message id in `{dir}` after 64 tries");
-    Err(Error::Failed { message })
+    Err(Error::failed(message))
 }
 
 fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {

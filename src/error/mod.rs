@@ -358,6 +358,12 @@ impl Error {
         Error::BadPath { path, why }
     }
 
+    /// A step that failed: what went wrong and where.
+    pub fn failed(message: impl Into<String>) -> Error {
+        let message = message.into();
+        Error::Failed { message }
+    }
+
     /// Bad user input.
     pub fn bad_input(message: impl Into<String>) -> Error {
         let message = message.into();

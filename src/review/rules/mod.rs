@@ -318,9 +318,7 @@ impl Reviews {
         self.edit(topic, None, |t| {
             t.add_agreement(&text, disputed)?;
             let added = t.view.agreements.last().cloned();
-            added.ok_or_else(|| Error::Failed {
-                message: "the agreement was not added".into(),
-            })
+            added.ok_or_else(|| Error::failed("the agreement was not added"))
         })
     }
 }
