@@ -154,14 +154,12 @@ fn read_regular(path: &Path) -> Result<Option<Vec<u8>>> {
         }
         Ok(_) => {}
     }
-    match fsutil::read_capped(path, 64 * 1024 * 1024) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+    match fsutil::if_found(fsutil::read_capped(path, 64 * 1024 * 1024)) {
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(Error::bad_input(format!(
             "`{}` {e}; coord only merges into regular files (nothing was written)",
             path.display()
         ))),
-        Err(e) => Err(e).at("read", path),
+        read => read.at("read", path),
     }
 }
 

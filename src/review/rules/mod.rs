@@ -346,10 +346,9 @@ fn read_text(path: &Path) -> Result<Option<String>> {
         let e = io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)");
         return Err(e).at("read through", &link);
     }
-    let bytes = match fsutil::read_capped(path, FILE_CAP) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).at("read", path),
+    let read = fsutil::if_found(fsutil::read_capped(path, FILE_CAP));
+    let Some(bytes) = read.at("read", path)? else {
+        return Ok(None);
     };
     String::from_utf8(bytes).map(Some).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
