@@ -115,10 +115,7 @@ pub fn workspace_at(dir: &Path) -> Result<Workspace> {
         Ok(_) => "the workspace must be a folder".into(),
         Err(e) => format!("the workspace folder cannot be used ({e})"),
     };
-    Err(Error::BadPath {
-        path: dir.display().to_string(),
-        why,
-    })
+    Err(Error::bad_path(dir.display().to_string(), why))
 }
 
 /// Write what `plan` computed: `.coord/`, then every file (folders created as needed).
