@@ -120,7 +120,8 @@ impl Inbox {
     }
 }
 
-fn base36(n: u64, width: u32) -> String {
+/// The last `width` base-36 digits of `n` (`0-9a-z`), most significant first.
+pub fn base36(n: u64, width: u32) -> String {
     let digit = |i: u32| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
     (0..width).rev().map(digit).collect()
 }
