@@ -359,11 +359,7 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
         let why = format!("there is no message `{id}` (see the ids with `coord msg list`)");
         return Err(Error::bad_input(why));
     };
-    let message = message_of(&key, read).map_err(|why| Error::Corrupt {
-        path,
-        line: None,
-        why,
-    })?;
+    let message = message_of(&key, read).map_err(|why| Error::corrupt(path, None, why))?;
     let unread = is_unread(&message, me, &Known::of(ws.root(), me).read);
     if unread {
         fsutil::ensure_dir(&layout::read_marks_dir(&shared, me))?;

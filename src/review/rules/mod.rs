@@ -267,11 +267,8 @@ impl Reviews {
         }
         self.edit(topic, None, |t| {
             let Some(n) = next_issue_number(&t.view) else {
-                return Err(Error::Corrupt {
-                    path: t.path.clone(),
-                    line: None,
-                    why: format!("its issues reach ISSUE-{}: no number is left", u32::MAX),
-                });
+                let why = format!("its issues reach ISSUE-{}: no number is left", u32::MAX);
+                return Err(Error::corrupt(t.path.clone(), None, why));
             };
             let issue = Issue {
                 id: format!("ISSUE-{n:02}"),
@@ -353,11 +350,7 @@ fn read_text(path: &Path) -> Result<Option<String>> {
     String::from_utf8(bytes).map(Some).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-        Error::Corrupt {
-            path: path.to_path_buf(),
-            line: Some(line),
-            why: "it is not UTF-8 text".into(),
-        }
+        Error::corrupt(path, Some(line), "it is not UTF-8 text")
     })
 }
 
