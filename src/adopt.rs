@@ -57,11 +57,8 @@ pub fn switched_off(repository: &Path) -> bool {
 fn exclude(repository: &Path) -> Option<()> {
     let info = repository.join("info");
     let path = info.join("exclude");
-    let old = match fsutil::read_capped(&path, IGNORE_CAP) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(_) => return None,
-    };
+    let old = fsutil::if_found(fsutil::read_capped(&path, IGNORE_CAP)).ok()?;
+    let old = old.map_or_else(String::new, |b| String::from_utf8_lossy(&b).into_owned());
     let lines = layout::GITIGNORE_LINES.join("\n");
     let new = textblock::with_block(&old, layout::IGNORE_BEGIN, layout::IGNORE_END, &lines).ok()?;
     if new != old {

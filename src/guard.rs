@@ -57,7 +57,7 @@ pub const REMOTE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10
 
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>> {
     let shown = args.join(" ");
-    let failed = |message| Error::Failed { message };
+    let failed = Error::failed;
     let out = Command::new("git").args(args).current_dir(dir).output();
     let out = out.map_err(|e| failed(format!("cannot run `git {shown}`: {e}")))?;
     if !out.status.success() {

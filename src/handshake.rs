@@ -158,11 +158,7 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     let me = agent.id();
     let _mutex = ws.lock_mutex()?;
     let path = layout::handshake(&shared_root(root), me);
-    let corrupt = |u: Unreadable| Error::Corrupt {
-        path: path.clone(),
-        line: None,
-        why: u.why,
-    };
+    let corrupt = |u: Unreadable| Error::corrupt(&path, None, u.why);
     let old = read(root, me).map_err(corrupt)?.unwrap_or_default();
     let (all, _) = scan(root);
     let now = clock::now();

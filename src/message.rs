@@ -120,7 +120,8 @@ impl Inbox {
     }
 }
 
-fn base36(n: u64, width: u32) -> String {
+/// The last `width` base-36 digits of `n` (`0-9a-z`), most significant first.
+pub fn base36(n: u64, width: u32) -> String {
     let digit = |i: u32| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
     (0..width).rev().map(digit).collect()
 }
@@ -167,7 +168,7 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &str, body: &str) -> Result<Mess
     }
     let dir = dir.display();
     let message = format!("cannot find a free message id in `{dir}` after 64 tries");
-    Err(Error::Failed { message })
+    Err(Error::failed(message))
 }
 
 fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
@@ -358,11 +359,7 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
         let why = format!("there is no message `{id}` (see the ids with `coord msg list`)");
         return Err(Error::bad_input(why));
     };
-    let message = message_of(&key, read).map_err(|why| Error::Corrupt {
-        path,
-        line: None,
-        why,
-    })?;
+    let message = message_of(&key, read).map_err(|why| Error::corrupt(path, None, why))?;
     let unread = is_unread(&message, me, &Known::of(ws.root(), me).read);
     if unread {
         fsutil::ensure_dir(&layout::read_marks_dir(&shared, me))?;

@@ -163,18 +163,14 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 pub(crate) fn read_agent_file(
     path: &Path,
 ) -> std::result::Result<Option<(String, Option<std::time::SystemTime>)>, Unreadable> {
-    match fsutil::read_text_capped(path, RECORD_CAP) {
-        Ok(found) => Ok(Some(found)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Unreadable {
-            path: path
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned(),
-            why: e.to_string(),
-        }),
-    }
+    fsutil::if_found(fsutil::read_text_capped(path, RECORD_CAP)).map_err(|e| Unreadable {
+        path: path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned(),
+        why: e.to_string(),
+    })
 }
 
 /// Every presence in the root, sorted by agent id, and those that could not be read.

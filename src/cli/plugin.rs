@@ -66,9 +66,8 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     let dir = ctx.cwd().join(&folder);
     if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
-        let path = dir.display().to_string();
-        let why = "it exists and is not a folder".into();
-        return Err(coord::Error::BadPath { path, why }.into());
+        let why = "it exists and is not a folder";
+        return Err(coord::Error::bad_path(dir.display().to_string(), why).into());
     }
     coord::fsutil::ensure_dir(&dir)?;
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);

@@ -78,9 +78,9 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let status = match start_forwarding(&mut command, &signals, (interval, beat), true) {
         Ok(RunEnd::NotStarted(e)) => Err(Error::bad_input(format!("cannot run `{name}`: {e}"))),
         Ok(end) => Ok(end.status()),
-        Err(e) => Err(Error::Failed {
-            message: format!("cannot wait for the session's command: {e}"),
-        }),
+        Err(e) => Err(Error::failed(format!(
+            "cannot wait for the session's command: {e}"
+        ))),
     };
 
     let done = stamp::shutdown(&ws, &agent, Scope::Session(&session_id))?;

@@ -96,11 +96,9 @@ impl Dialogue {
 
     fn read_small(&self, name: &str) -> Result<Option<(String, Option<Timestamp>)>> {
         let path = self.path(name);
-        match fsutil::read_text_capped(&path, SMALL_CAP) {
-            Ok((text, mtime)) => Ok(Some((text, mtime.map(clock::from_system_time)))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).at("read", &path),
-        }
+        let read =
+            fsutil::if_found(fsutil::read_text_capped(&path, SMALL_CAP)).at("read", &path)?;
+        Ok(read.map(|(text, mtime)| (text, mtime.map(clock::from_system_time))))
     }
 
     /// `lock.txt`, when there is one; an unreadable one is held by an unknown holder.
@@ -118,11 +116,8 @@ impl Dialogue {
     /// The bytes of `conversation.md` (for `show`), capped; refused when there is no dialogue.
     pub fn conversation_bytes(&self) -> Result<Vec<u8>> {
         let path = self.path(CONVERSATION);
-        match fsutil::read_capped(&path, CONVERSATION_CAP) {
-            Ok(bytes) => Ok(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(self.no_dialogue()),
-            Err(e) => Err(e).at("read", &path),
-        }
+        let read = fsutil::if_found(fsutil::read_capped(&path, CONVERSATION_CAP));
+        read.at("read", &path)?.ok_or_else(|| self.no_dialogue())
     }
 
     /// Read everything without taking any lock; refused when there is no dialogue.

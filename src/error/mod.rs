@@ -358,6 +358,18 @@ impl Error {
         Error::BadPath { path, why }
     }
 
+    /// A state file at `path` that cannot be understood (at 1-based `line`, when known).
+    pub fn corrupt(path: impl Into<PathBuf>, line: Option<usize>, why: impl Into<String>) -> Error {
+        let (path, why) = (path.into(), why.into());
+        Error::Corrupt { path, line, why }
+    }
+
+    /// A step that failed: what went wrong and where.
+    pub fn failed(message: impl Into<String>) -> Error {
+        let message = message.into();
+        Error::Failed { message }
+    }
+
     /// Bad user input.
     pub fn bad_input(message: impl Into<String>) -> Error {
         let message = message.into();

@@ -29,8 +29,8 @@ pub use entry::{
     set_mtime_epoch, sync_dir, touch, touch_if_same,
 };
 pub use read::{
-    RECORD_CAP, Stat, forget_cached_pages, linked_ancestor, linked_state_folder, list_names, mtime,
-    ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,
+    RECORD_CAP, Stat, forget_cached_pages, if_found, linked_ancestor, linked_state_folder,
+    list_names, mtime, ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,
     read_capped_with_mtime, read_dir, read_past_cache, read_tail, read_text_capped, real_entry,
     refresh_attributes, refuse_linked, same_regular_files, take_link_warning,
 };

@@ -102,6 +102,14 @@ pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<Sys
     Ok((String::from_utf8_lossy(&bytes).into_owned(), mtime))
 }
 
+/// `read`'s value, `None` when the file is not there (`NotFound`).
+pub fn if_found<T>(read: io::Result<T>) -> io::Result<Option<T>> {
+    match read {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        read => read.map(Some),
+    }
+}
+
 /// Make this machine's kernel ask the file server for `path`'s attributes now (`statx` with
 /// `AT_STATX_FORCE_SYNC`; FUSE and NFS honour it), and forget the file's cached content.
 pub fn refresh_attributes(path: &Path) {

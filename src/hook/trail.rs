@@ -52,7 +52,7 @@ fn keep_first_prompt(ws: &Workspace, agent: &AgentId, call: &HookCall) {
     let had = crate::presence::read(ws.root(), agent.id())
         .ok()
         .flatten()
-        .is_some_and(|p| p.field("prompt").is_some_and(|v| v != "-"));
+        .is_some_and(|p| p.field("prompt").is_some());
     if had {
         return;
     }

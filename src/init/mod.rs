@@ -115,10 +115,7 @@ pub fn workspace_at(dir: &Path) -> Result<Workspace> {
         Ok(_) => "the workspace must be a folder".into(),
         Err(e) => format!("the workspace folder cannot be used ({e})"),
     };
-    Err(Error::BadPath {
-        path: dir.display().to_string(),
-        why,
-    })
+    Err(Error::bad_path(dir.display().to_string(), why))
 }
 
 /// Write what `plan` computed: `.coord/`, then every file (folders created as needed).
@@ -154,14 +151,12 @@ fn read_regular(path: &Path) -> Result<Option<Vec<u8>>> {
         }
         Ok(_) => {}
     }
-    match fsutil::read_capped(path, 64 * 1024 * 1024) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+    match fsutil::if_found(fsutil::read_capped(path, 64 * 1024 * 1024)) {
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(Error::bad_input(format!(
             "`{}` {e}; coord only merges into regular files (nothing was written)",
             path.display()
         ))),
-        Err(e) => Err(e).at("read", path),
+        read => read.at("read", path),
     }
 }
 

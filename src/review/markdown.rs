@@ -228,11 +228,7 @@ struct Doc<'a> {
 
 impl Doc<'_> {
     fn corrupt(&self, line: Option<usize>, why: impl Into<String>) -> Error {
-        Error::Corrupt {
-            path: self.path.to_path_buf(),
-            line: line.map(|l| l + 1),
-            why: why.into(),
-        }
+        Error::corrupt(self.path, line.map(|l| l + 1), why)
     }
 
     fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {

@@ -52,9 +52,9 @@ impl Tracker {
     }
 
     fn reindex(&mut self) -> Result<()> {
-        let (index, view) = analyze(&self.path, &self.lines).map_err(|e| Error::Failed {
-            message: format!("an edit of `{}` went wrong: {e}", self.path.display()),
-        })?;
+        let path = self.path.display();
+        let (index, view) = analyze(&self.path, &self.lines)
+            .map_err(|e| Error::failed(format!("an edit of `{path}` went wrong: {e}")))?;
         (self.index, self.view) = (index, view);
         Ok(())
     }
@@ -98,8 +98,8 @@ impl Tracker {
         block.extend(head.lines().map(String::from));
         self.final_newline = true;
         self.splice(self.lines.len()..self.lines.len(), block)?;
-        self.find(name).ok_or_else(|| Error::Failed {
-            message: format!("cannot add a section to `{}`", self.path.display()),
+        self.find(name).ok_or_else(|| {
+            Error::failed(format!("cannot add a section to `{}`", self.path.display()))
         })
     }
 
@@ -117,8 +117,8 @@ impl Tracker {
             Block::Current => self.index.current.clone(),
             Block::Step(n) => {
                 let step = self.view.steps.get((n as usize).wrapping_sub(1));
-                let step = step.ok_or_else(|| Error::Failed {
-                    message: format!("`{}` has no step {n:02}", self.path.display()),
+                let step = step.ok_or_else(|| {
+                    Error::failed(format!("`{}` has no step {n:02}", self.path.display()))
                 })?;
                 step.fields.clone()
             }

@@ -465,13 +465,11 @@ fn start(
     let shared = shared_root(root);
     let path = layout::partner_row(&shared, id);
     if !fsutil::create_new(&path, row.render().as_bytes())? {
-        return Err(Error::Failed {
-            message: format!(
-                "stamp-card row `{}` already exists; the counter `{}` is behind",
-                path.display(),
-                layout::partners_seq(&shared).display()
-            ),
-        });
+        return Err(Error::failed(format!(
+            "stamp-card row `{}` already exists; the counter `{}` is behind",
+            path.display(),
+            layout::partners_seq(&shared).display()
+        )));
     }
     // All or nothing: a startup that cannot write the presence withdraws its online row.
     let presence = Update {

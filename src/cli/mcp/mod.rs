@@ -347,10 +347,7 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<Value>) -> &'static str {
 
 /// `mcp-` and 6 random lowercase letters and digits.
 fn random_name() -> String {
-    let n = host::random_u64();
-    let digit = |i| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
-    let tail: String = (0..6).map(digit).collect();
-    format!("mcp-{tail}")
+    format!("mcp-{}", coord::message::base36(host::random_u64(), 6))
 }
 
 /// What the client tells the model: who it is here and how the protocol goes, in a few lines.

@@ -38,10 +38,8 @@ impl Reviews {
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {
-            let inside = git(root, &["rev-parse", "--is-inside-work-tree"]).map_err(|e| {
-                let message = format!("cannot run `git` for `--commit`: {e}");
-                Error::Failed { message }
-            })?;
+            let inside = git(root, &["rev-parse", "--is-inside-work-tree"])
+                .map_err(|e| Error::failed(format!("cannot run `git` for `--commit`: {e}")))?;
             if inside.is_err() {
                 return Err(Error::bad_input(format!(
                     "`--commit` needs a git work tree, and `{}` is not in one",
@@ -112,11 +110,9 @@ impl Reviews {
         let id = run(&add)
             .and_then(|_| run(&["commit", "-q", "-m", &message]))
             .and_then(|_| run(&["rev-parse", "HEAD"]))
-            .map_err(|e| Error::Failed {
-                message: format!(
-                    "review `{topic}` is closed, but the commit failed: {e}; commit by hand with the message:\n{message}"
-                ),
-            })?;
+            .map_err(|e| Error::failed(format!(
+                "review `{topic}` is closed, but the commit failed: {e}; commit by hand with the message:\n{message}"
+            )))?;
         Ok(CommitInfo { id, message })
     }
 }

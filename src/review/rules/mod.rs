@@ -267,11 +267,8 @@ impl Reviews {
         }
         self.edit(topic, None, |t| {
             let Some(n) = next_issue_number(&t.view) else {
-                return Err(Error::Corrupt {
-                    path: t.path.clone(),
-                    line: None,
-                    why: format!("its issues reach ISSUE-{}: no number is left", u32::MAX),
-                });
+                let why = format!("its issues reach ISSUE-{}: no number is left", u32::MAX);
+                return Err(Error::corrupt(t.path.clone(), None, why));
             };
             let issue = Issue {
                 id: format!("ISSUE-{n:02}"),
@@ -318,9 +315,7 @@ impl Reviews {
         self.edit(topic, None, |t| {
             t.add_agreement(&text, disputed)?;
             let added = t.view.agreements.last().cloned();
-            added.ok_or_else(|| Error::Failed {
-                message: "the agreement was not added".into(),
-            })
+            added.ok_or_else(|| Error::failed("the agreement was not added"))
         })
     }
 }
@@ -348,19 +343,14 @@ fn read_text(path: &Path) -> Result<Option<String>> {
         let e = io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)");
         return Err(e).at("read through", &link);
     }
-    let bytes = match fsutil::read_capped(path, FILE_CAP) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).at("read", path),
+    let read = fsutil::if_found(fsutil::read_capped(path, FILE_CAP));
+    let Some(bytes) = read.at("read", path)? else {
+        return Ok(None);
     };
     String::from_utf8(bytes).map(Some).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-        Error::Corrupt {
-            path: path.to_path_buf(),
-            line: Some(line),
-            why: "it is not UTF-8 text".into(),
-        }
+        Error::corrupt(path, Some(line), "it is not UTF-8 text")
     })
 }
 
