@@ -538,13 +538,23 @@ fn own<'a>(
 }
 
 /// Who holds (or took over) what `holder` asked about under `pattern`, now that its record is
-/// gone.
-fn gone(claims: &Claims, holder: &Holder, pattern: &Pattern) -> Option<Holder> {
+/// gone: a record that says it took it from `holder`, else one that is not lapsed (a lapsed
+/// one that does not say so took nothing: the record may not have landed yet, its `coord lock`
+/// still publishing, and the renewal's answer must not give it back here).
+fn gone(
+    claims: &Claims,
+    holder: &Holder,
+    pattern: &Pattern,
+    now: &Timestamp,
+    steady: Option<&Steady>,
+) -> Option<Holder> {
+    let took = |c: &Claim| c.seen.record.taken_from.as_ref() == Some(holder);
     claims
         .claims
         .iter()
         .filter(|c| c.holder() != holder && c.pattern.overlaps(pattern))
-        .max_by_key(|c| c.seen.record.taken_from.as_ref() == Some(holder))
+        .filter(|c| took(c) || !c.seen.lapsed(now, steady))
+        .max_by_key(|c| took(c))
         .map(|c| c.holder().clone())
 }
 
@@ -557,6 +567,7 @@ pub(crate) fn decide_own(
     patterns: Option<&[Pattern]>,
     renew: Option<Option<Duration>>,
     now: &Timestamp,
+    steady: Option<&Steady>,
 ) -> Plan<Vec<Outcome>> {
     let mine = own(claims, &me.clone, agents, patterns);
     let mut outcomes = Vec::new();
@@ -601,7 +612,7 @@ pub(crate) fn decide_own(
             };
             outcomes.push(Outcome::Gone {
                 pattern: p.as_str().to_string(),
-                by: gone(claims, &holder, p),
+                by: gone(claims, &holder, p, now, steady),
             });
         }
     }
@@ -815,6 +826,49 @@ mod tests {
     }
 
     #[test]
+    fn a_renewal_of_a_record_not_there_is_not_given_back_for_a_lapsed_claim_of_another() {
+        let alice = holder("alice", "a");
+        let bob = holder("bob", "b");
+        let claims = Claims {
+            commit: Some("c".into()),
+            generation: 0,
+            claims: vec![claim(&bob, "src/**", T0, 900)],
+        };
+        let asked = [Pattern::parse("src/").unwrap()];
+        let renew = |now: &str, steady: u64| {
+            let plan = decide_own(
+                &claims,
+                &alice,
+                &["alice".into()],
+                Some(&asked),
+                Some(None),
+                &at(now),
+                Some(&at_boot(steady)),
+            );
+            let Plan::Done(out) = plan else {
+                panic!("wrote")
+            };
+            out
+        };
+        // Bob's claim is live: it holds what alice asked about.
+        assert_eq!(
+            renew(T0, 0),
+            vec![Outcome::Gone {
+                pattern: "src/**".into(),
+                by: Some(bob.clone())
+            }]
+        );
+        // Lapsed, and it does not say it took alice's: nobody took it (publish it again).
+        assert_eq!(
+            renew("2026-01-28T10:15:00+00:00", 900_000),
+            vec![Outcome::Gone {
+                pattern: "src/**".into(),
+                by: None
+            }]
+        );
+    }
+
+    #[test]
     fn a_renewal_counter_at_the_max_starts_again_at_zero() {
         let alice = holder("alice", "a");
         let mut mine = claim(&alice, "src/**", T0, 900);
@@ -831,6 +885,7 @@ mod tests {
             None,
             Some(None),
             &at(T0),
+            Some(&at_boot(0)),
         );
         let Plan::Write { put, .. } = plan else {
             panic!("not written")
@@ -858,6 +913,7 @@ mod tests {
             Some(&asked),
             Some(None),
             &at(T0),
+            Some(&at_boot(0)),
         );
         let Plan::Done(out) = plan else {
             panic!("wrote")

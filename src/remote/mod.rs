@@ -404,7 +404,7 @@ pub fn disable(ws: &Workspace) -> Result<Disabled> {
     };
     let released = Remote::open(ws, Duration::from_secs(15)).and_then(|r| {
         let outcomes = claims::change(ws, &r, true, |c, now| {
-            Ok(claims::decide_own(c, &r.me, &[], None, None, now))
+            Ok(claims::decide_own(c, &r.me, &[], None, None, now, None))
         })?;
         clones::publish(ws, &r, &[], DEFAULT_LEASE)?;
         Ok(outcomes.len())
@@ -549,7 +549,9 @@ pub fn release(
     let r = Remote::open(ws, NETWORK_BUDGET)?;
     let ids: Vec<String> = agents.iter().map(|a| a.id().to_string()).collect();
     claims::change(ws, &r, true, |c, now| {
-        Ok(claims::decide_own(c, &r.me, &ids, patterns, None, now))
+        Ok(claims::decide_own(
+            c, &r.me, &ids, patterns, None, now, None,
+        ))
     })
 }
 
@@ -615,7 +617,15 @@ fn release_known(
         if which.is_empty() {
             return Ok(claims::Plan::Done(Vec::new()));
         }
-        Ok(claims::decide_own(c, &r.me, &ids, Some(&which), None, now))
+        Ok(claims::decide_own(
+            c,
+            &r.me,
+            &ids,
+            Some(&which),
+            None,
+            now,
+            None,
+        ))
     })
 }
 
@@ -632,7 +642,16 @@ pub fn renew(
     let r = Remote::open(ws, NETWORK_BUDGET)?;
     let ids: Vec<String> = agents.iter().map(|a| a.id().to_string()).collect();
     claims::change(ws, &r, true, |c, now| {
-        Ok(claims::decide_own(c, &r.me, &ids, patterns, Some(ttl), now))
+        let steady = steady::now();
+        Ok(claims::decide_own(
+            c,
+            &r.me,
+            &ids,
+            patterns,
+            Some(ttl),
+            now,
+            steady.as_ref(),
+        ))
     })
 }
 
