@@ -124,8 +124,85 @@ impl Sharing {
     }
 }
 
-/// Publish `s` for `req` (one fetch, one compare-and-swap push; the mutex is not held).
-pub(super) fn publish(ws: &Workspace, req: &LockRequest, s: &Sharing) -> Result<Claimed> {
+/// Publish `s` for `req`, whose try took `got` here (one fetch, one compare-and-swap push; the
+/// mutex is not held).
+///
+/// Our records of what is published are marked so here before the push ([`intend`]): a push
+/// that lands is then never left without a holder here who knows it, even when this process is
+/// killed before it answers. Whoever looks next (the holder's next hook or command starts the
+/// clone's renewer when none runs) finds a marked record: the renewer renews it when the push
+/// landed, publishes it again when it did not, and gives it up here when another clone holds
+/// it. Marking after the push would leave a window in which a landed claim has no renewer here
+/// while its holder here goes on editing, and another clone takes it over once its lease
+/// lapses: two holders. When the remote answers that another clone holds it, nothing of ours
+/// landed: the marks added to records held before are taken back (the records the try made are
+/// withdrawn by the caller). An error leaves them (the push may have landed).
+pub(super) fn publish(
+    ws: &Workspace,
+    req: &LockRequest,
+    s: &Sharing,
+    got: &[Acquired],
+) -> Result<Claimed> {
+    let added = intend(ws, &req.agent, got, s)?;
+    let out = publish_now(ws, req, s);
+    if matches!(out, Ok(Claimed::Held(_))) && !added.is_empty() {
+        let _ = set_marks(ws, &req.agent, &added, s, false);
+    }
+    out
+}
+
+/// Mark our records of what `s` publishes (those of `got` it covers) as published, before the
+/// push: the ones held before this try that carried no mark yet are returned, to unmark should
+/// nothing land.
+fn intend(ws: &Workspace, agent: &AgentId, got: &[Acquired], s: &Sharing) -> Result<Vec<Acquired>> {
+    let covered: Vec<Acquired> = got.iter().filter(|a| s.covers(a)).cloned().collect();
+    let mut cache = StateCache::default();
+    let now = clock::now();
+    let added = (covered.iter())
+        .filter(|a| a.refreshed)
+        .filter(|a| {
+            held_here(ws, agent.id(), kind(a.claim), &a.file, &mut cache, &now)
+                .is_ok_and(|e| e.is_none_or(|e| e.field(MARK).is_none()))
+        })
+        .cloned()
+        .collect();
+    set_marks(ws, agent, &covered, s, true)?;
+    Ok(added)
+}
+
+/// Add (`on`) or take back the marks of `s` on our records `got` that still carry their
+/// token, under the mutex; the patterns of those not ours any more.
+fn set_marks(
+    ws: &Workspace,
+    agent: &AgentId,
+    got: &[Acquired],
+    s: &Sharing,
+    on: bool,
+) -> Result<Vec<Pattern>> {
+    let lease = clock::format_duration(s.lease);
+    // An empty value is no mark: every reader takes a key without a value as absent.
+    let keys = if on {
+        [(MARK, s.remote.as_str()), (LEASE, lease.as_str())]
+    } else {
+        [(MARK, ""), (LEASE, "")]
+    };
+    let _mutex = ws.lock_mutex()?;
+    let claims: Vec<(String, String)> = (got.iter())
+        .filter(|a| a.claim && s.covers(a))
+        .map(|a| (a.file.clone(), a.token.clone()))
+        .collect();
+    let mut gone = claim::mark(ws, agent, &claims, &keys)?;
+    for a in got.iter().filter(|a| !a.claim && s.covers(a)) {
+        if !mark_lock(ws, agent, a, &keys)? {
+            gone.push(pattern_of(Kind::Lock, &a.file));
+        }
+    }
+    Ok(gone)
+}
+
+/// Publish `s` for `req` (one fetch, one compare-and-swap push; more when a record of this
+/// clone whose holder here is gone stands in the way).
+fn publish_now(ws: &Workspace, req: &LockRequest, s: &Sharing) -> Result<Claimed> {
     let reason = req.reason.as_deref();
     let first = remote::publish_claims(ws, &req.agent, &s.items, reason, s.lease)?;
     let Claimed::Held(h) = &first else {
@@ -235,8 +312,8 @@ pub(super) fn unpublish(ws: &Workspace, agent: &AgentId, s: &Sharing) {
     let _ = remote::release(ws, std::slice::from_ref(agent), Some(&patterns));
 }
 
-/// The publication of `p` landed: mark our records of it here (by token, under the mutex),
-/// and say in `got` what went where, with the stale records of other clones it took over.
+/// The publication of `p` landed: mark our records of it here (again: [`publish`] marked them
+/// before the push; by token, under the mutex), and say in `got` what went where, with the stale records of other clones it took over.
 pub(super) fn mark(
     ws: &Workspace,
     agent: &AgentId,
@@ -244,27 +321,7 @@ pub(super) fn mark(
     s: &Sharing,
     p: &Published,
 ) -> Result<()> {
-    let lease = clock::format_duration(s.lease);
-    let gone = {
-        let _mutex = ws.lock_mutex()?;
-        let mut gone = Vec::new();
-        let claims: Vec<(String, String)> = (got.iter())
-            .filter(|a| a.claim && s.covers(a))
-            .map(|a| (a.file.clone(), a.token.clone()))
-            .collect();
-        gone.extend(claim::mark(
-            ws,
-            agent,
-            &claims,
-            &[(MARK, &s.remote), (LEASE, &lease)],
-        )?);
-        for a in got.iter().filter(|a| !a.claim && s.covers(a)) {
-            if !mark_lock(ws, agent, a, &[(MARK, &s.remote), (LEASE, &lease)])? {
-                gone.push(pattern_of(Kind::Lock, &a.file));
-            }
-        }
-        gone
-    };
+    let gone = set_marks(ws, agent, got, s, true)?;
     if !gone.is_empty() {
         let _ = remote::release(ws, std::slice::from_ref(agent), Some(&gone));
     }
@@ -320,7 +377,11 @@ fn mark_lock(ws: &Workspace, agent: &AgentId, a: &Acquired, keys: &[(&str, &str)
     }
     let mut rec = e.record.clone().unwrap_or_else(Record::new);
     for (k, v) in keys {
-        rec.set(k, v);
+        if v.is_empty() {
+            rec.remove(k);
+        } else {
+            rec.set(k, v);
+        }
     }
     fsutil::replace(&path, rec.render().as_bytes())?;
     Ok(true)

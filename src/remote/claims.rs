@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::record::{self, ClaimRecord, Holder, Kind};
 use super::state::{self, SeenClaim};
+use super::steady::{self, Steady};
 use super::sync::{self, Claim, Claims};
 use super::{Remote, backoff, time_text};
 use crate::clock::{self, Timestamp};
@@ -244,6 +245,7 @@ fn landed(
     pushed_at: &Timestamp,
 ) -> Result<()> {
     let seen = time_text(pushed_at);
+    let steady = steady::now();
     let mut claims: Vec<Claim> = before
         .claims
         .iter()
@@ -256,6 +258,7 @@ fn landed(
             name: name.clone(),
             blob: blob.clone(),
             seen: seen.clone(),
+            steady: steady.clone(),
             record: rec.clone(),
         };
         if let Some(c) = sync::revive(&seen) {
@@ -363,8 +366,10 @@ impl Item {
 }
 
 /// Whether claim `c` is held by someone other than `me` and still live at `now`.
-fn live_other(c: &Claim, me: &Holder, now: &Timestamp) -> bool {
-    c.holder() != me && c.lease_until() > *now
+/// Whether `c` is another's and its lease has not lapsed, as this clone judges it: by the wall
+/// clock and by the clock that does not jump (`steady`, now; [`SeenClaim::lapsed`]).
+fn live_other(c: &Claim, me: &Holder, now: &Timestamp, steady: Option<&Steady>) -> bool {
+    c.holder() != me && !c.seen.lapsed(now, steady)
 }
 
 /// When `c` says it was taken, never later than this clone first saw its version.
@@ -397,13 +402,14 @@ pub(crate) fn decide_claim(
     reason: Option<&str>,
     lease: Duration,
     now: &Timestamp,
+    steady: Option<&Steady>,
 ) -> Plan<Claimed> {
     // A live claim of another that overlaps any item refuses the whole request.
     for item in items {
         if let Some(c) = claims
             .claims
             .iter()
-            .filter(|c| live_other(c, me, now) && c.pattern.overlaps(&item.pattern))
+            .filter(|c| live_other(c, me, now, steady) && c.pattern.overlaps(&item.pattern))
             .min_by_key(|c| since_of(c))
         {
             return Plan::Done(Claimed::Held(held_by(c, item.pattern.as_str())));
@@ -532,13 +538,23 @@ fn own<'a>(
 }
 
 /// Who holds (or took over) what `holder` asked about under `pattern`, now that its record is
-/// gone.
-fn gone(claims: &Claims, holder: &Holder, pattern: &Pattern) -> Option<Holder> {
+/// gone: a record that says it took it from `holder`, else one that is not lapsed (a lapsed
+/// one that does not say so took nothing: the record may not have landed yet, its `coord lock`
+/// still publishing, and the renewal's answer must not give it back here).
+fn gone(
+    claims: &Claims,
+    holder: &Holder,
+    pattern: &Pattern,
+    now: &Timestamp,
+    steady: Option<&Steady>,
+) -> Option<Holder> {
+    let took = |c: &Claim| c.seen.record.taken_from.as_ref() == Some(holder);
     claims
         .claims
         .iter()
         .filter(|c| c.holder() != holder && c.pattern.overlaps(pattern))
-        .max_by_key(|c| c.seen.record.taken_from.as_ref() == Some(holder))
+        .filter(|c| took(c) || !c.seen.lapsed(now, steady))
+        .max_by_key(|c| took(c))
         .map(|c| c.holder().clone())
 }
 
@@ -551,6 +567,7 @@ pub(crate) fn decide_own(
     patterns: Option<&[Pattern]>,
     renew: Option<Option<Duration>>,
     now: &Timestamp,
+    steady: Option<&Steady>,
 ) -> Plan<Vec<Outcome>> {
     let mine = own(claims, &me.clone, agents, patterns);
     let mut outcomes = Vec::new();
@@ -595,7 +612,7 @@ pub(crate) fn decide_own(
             };
             outcomes.push(Outcome::Gone {
                 pattern: p.as_str().to_string(),
-                by: gone(claims, &holder, p),
+                by: gone(claims, &holder, p, now, steady),
             });
         }
     }
@@ -655,6 +672,7 @@ mod tests {
                 name: record::entry_name(h, Kind::Claim, pattern),
                 blob: format!("blob-{pattern}"),
                 seen: seen.into(),
+                steady: Some(at_boot(0)),
                 record: rec,
             },
             pattern: Pattern::parse(pattern).unwrap(),
@@ -663,6 +681,14 @@ mod tests {
 
     fn at(s: &str) -> Timestamp {
         clock::parse_timestamp(s).unwrap()
+    }
+
+    /// The clock that does not jump, `ms` into boot `b1`.
+    fn at_boot(ms: u64) -> Steady {
+        Steady {
+            boot: "b1".into(),
+            ms,
+        }
     }
 
     const T0: &str = "2026-01-28T10:00:00+00:00";
@@ -687,6 +713,7 @@ mod tests {
             None,
             Duration::from_secs(60),
             &at("2026-01-28T10:14:59+00:00"),
+            Some(&at_boot(899_000)),
         );
         let Plan::Done(Claimed::Held(h)) = plan else {
             panic!("not held")
@@ -713,6 +740,7 @@ mod tests {
             Some("x"),
             Duration::from_secs(60),
             &at("2026-01-28T10:15:00+00:00"),
+            Some(&at_boot(900_000)),
         );
         let Plan::Write {
             put,
@@ -733,6 +761,34 @@ mod tests {
     }
 
     #[test]
+    fn a_lease_lapsed_by_a_wall_clock_set_forward_alone_is_not_taken_over() {
+        let bob = holder("bob", "b");
+        let claims = Claims {
+            commit: Some("c".into()),
+            generation: 0,
+            claims: vec![claim(&bob, "src/**", T0, 900)],
+        };
+        let me = holder("alice", "a");
+        let items = [Item::claim(Pattern::parse("src/a.rs").unwrap())];
+        // An hour later by the wall clock, ten seconds later by the clock that does not jump.
+        for steady in [Some(at_boot(10_000)), None] {
+            let plan = decide_claim(
+                &claims,
+                &me,
+                &items,
+                None,
+                Duration::from_secs(60),
+                &at("2026-01-28T11:00:00+00:00"),
+                steady.as_ref(),
+            );
+            assert!(
+                matches!(plan, Plan::Done(Claimed::Held(_))),
+                "taken over with {steady:?}"
+            );
+        }
+    }
+
+    #[test]
     fn the_same_agent_name_on_another_clone_is_another_holder() {
         let there = holder("alice", "b");
         let claims = Claims {
@@ -749,7 +805,8 @@ mod tests {
                 &items,
                 None,
                 Duration::from_secs(60),
-                &at(T0)
+                &at(T0),
+                Some(&at_boot(0)),
             ),
             Plan::Done(Claimed::Held(_))
         ));
@@ -761,10 +818,54 @@ mod tests {
                 &items,
                 None,
                 Duration::from_secs(60),
-                &at(T0)
+                &at(T0),
+                Some(&at_boot(0)),
             ),
             Plan::Write { .. }
         ));
+    }
+
+    #[test]
+    fn a_renewal_of_a_record_not_there_is_not_given_back_for_a_lapsed_claim_of_another() {
+        let alice = holder("alice", "a");
+        let bob = holder("bob", "b");
+        let claims = Claims {
+            commit: Some("c".into()),
+            generation: 0,
+            claims: vec![claim(&bob, "src/**", T0, 900)],
+        };
+        let asked = [Pattern::parse("src/").unwrap()];
+        let renew = |now: &str, steady: u64| {
+            let plan = decide_own(
+                &claims,
+                &alice,
+                &["alice".into()],
+                Some(&asked),
+                Some(None),
+                &at(now),
+                Some(&at_boot(steady)),
+            );
+            let Plan::Done(out) = plan else {
+                panic!("wrote")
+            };
+            out
+        };
+        // Bob's claim is live: it holds what alice asked about.
+        assert_eq!(
+            renew(T0, 0),
+            vec![Outcome::Gone {
+                pattern: "src/**".into(),
+                by: Some(bob.clone())
+            }]
+        );
+        // Lapsed, and it does not say it took alice's: nobody took it (publish it again).
+        assert_eq!(
+            renew("2026-01-28T10:15:00+00:00", 900_000),
+            vec![Outcome::Gone {
+                pattern: "src/**".into(),
+                by: None
+            }]
+        );
     }
 
     #[test]
@@ -784,6 +885,7 @@ mod tests {
             None,
             Some(None),
             &at(T0),
+            Some(&at_boot(0)),
         );
         let Plan::Write { put, .. } = plan else {
             panic!("not written")
@@ -811,6 +913,7 @@ mod tests {
             Some(&asked),
             Some(None),
             &at(T0),
+            Some(&at_boot(0)),
         );
         let Plan::Done(out) = plan else {
             panic!("wrote")

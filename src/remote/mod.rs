@@ -21,7 +21,8 @@
 //! # Leases, and the clocks of other machines
 //!
 //! A claim holds for `lease_s` seconds after a reader first saw its current version (on the
-//! reader's clock); its holder renews it (a new version, `renewal` + 1) well within that. Dates
+//! reader's clock, and on its clock that does not jump, [`steady`]: a wall clock set forward
+//! ends no lease alone); its holder renews it (a new version, `renewal` + 1) well within that. Dates
 //! written by other machines (`since`, commit dates) are shown, never judged: a clock ten
 //! minutes off moves nothing. Nothing expires on the server: a claim whose lease lapsed (its
 //! holder stopped renewing: crashed, killed, offline) is taken over by the next clone that
@@ -75,6 +76,7 @@ mod clones;
 pub(crate) mod git;
 pub mod record;
 pub mod state;
+pub mod steady;
 mod sync;
 
 use std::path::{Path, PathBuf};
@@ -402,7 +404,7 @@ pub fn disable(ws: &Workspace) -> Result<Disabled> {
     };
     let released = Remote::open(ws, Duration::from_secs(15)).and_then(|r| {
         let outcomes = claims::change(ws, &r, true, |c, now| {
-            Ok(claims::decide_own(c, &r.me, &[], None, None, now))
+            Ok(claims::decide_own(c, &r.me, &[], None, None, now, None))
         })?;
         clones::publish(ws, &r, &[], DEFAULT_LEASE)?;
         Ok(outcomes.len())
@@ -524,7 +526,16 @@ pub fn publish_claims(
     let r = Remote::open(ws, NETWORK_BUDGET)?;
     let me = r.holder(agent.id());
     claims::change(ws, &r, false, |c, now| {
-        Ok(claims::decide_claim(c, &me, items, reason, ttl, now))
+        let steady = steady::now();
+        Ok(claims::decide_claim(
+            c,
+            &me,
+            items,
+            reason,
+            ttl,
+            now,
+            steady.as_ref(),
+        ))
     })
 }
 
@@ -538,7 +549,9 @@ pub fn release(
     let r = Remote::open(ws, NETWORK_BUDGET)?;
     let ids: Vec<String> = agents.iter().map(|a| a.id().to_string()).collect();
     claims::change(ws, &r, true, |c, now| {
-        Ok(claims::decide_own(c, &r.me, &ids, patterns, None, now))
+        Ok(claims::decide_own(
+            c, &r.me, &ids, patterns, None, now, None,
+        ))
     })
 }
 
@@ -604,7 +617,15 @@ fn release_known(
         if which.is_empty() {
             return Ok(claims::Plan::Done(Vec::new()));
         }
-        Ok(claims::decide_own(c, &r.me, &ids, Some(&which), None, now))
+        Ok(claims::decide_own(
+            c,
+            &r.me,
+            &ids,
+            Some(&which),
+            None,
+            now,
+            None,
+        ))
     })
 }
 
@@ -621,7 +642,16 @@ pub fn renew(
     let r = Remote::open(ws, NETWORK_BUDGET)?;
     let ids: Vec<String> = agents.iter().map(|a| a.id().to_string()).collect();
     claims::change(ws, &r, true, |c, now| {
-        Ok(claims::decide_own(c, &r.me, &ids, patterns, Some(ttl), now))
+        let steady = steady::now();
+        Ok(claims::decide_own(
+            c,
+            &r.me,
+            &ids,
+            patterns,
+            Some(ttl),
+            now,
+            steady.as_ref(),
+        ))
     })
 }
 
@@ -726,7 +756,8 @@ pub struct RemoteClaim {
     pub reason: Option<String>,
     /// When its lease ends unless renewed, on this clock.
     pub lease_until: Timestamp,
-    /// Its lease has lapsed: the next request that needs it takes it over.
+    /// Its lease has lapsed, by this clone's wall clock and by its clock that does not jump
+    /// ([`state::lapsed`]): the next request that needs it takes it over.
     pub stale: bool,
     /// This clone holds it.
     pub mine: bool,
@@ -807,6 +838,7 @@ pub fn view(ws: &Workspace) -> Option<View> {
     let me = cfg.clone_id.unwrap_or_default();
     let s = state::read(ws.root(), &cfg.remote).unwrap_or_else(|| state::State::new(&cfg.remote));
     let now = clock::now();
+    let steady = steady::now();
     let mut claims: Vec<RemoteClaim> = s
         .claims
         .iter()
@@ -823,7 +855,7 @@ pub fn view(ws: &Workspace) -> Option<View> {
                 holder: c.holder().clone(),
                 since,
                 reason: c.seen.record.reason.clone(),
-                stale: lease_until <= now,
+                stale: c.seen.lapsed(&now, steady.as_ref()),
                 lease_until,
                 pattern: c.pattern,
             }
@@ -1017,6 +1049,7 @@ fn others(ws: &Workspace, paths: Option<&[&str]>) -> Vec<RemoteClaim> {
             .collect();
     };
     let now = clock::now();
+    let steady = steady::now();
     list.into_iter()
         .filter(|c| c.holder.clone != me)
         .filter_map(|c| {
@@ -1036,7 +1069,7 @@ fn others(ws: &Workspace, paths: Option<&[&str]>) -> Vec<RemoteClaim> {
                 holder: c.holder,
                 since: epoch(c.since),
                 reason: (!c.reason.is_empty()).then_some(c.reason),
-                stale: lease_until <= now,
+                stale: state::lapsed(&lease_until, c.steady_until.as_ref(), &now, steady.as_ref()),
                 lease_until,
                 mine: false,
             })

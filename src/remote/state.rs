@@ -5,7 +5,10 @@
 //! (a claim's blob, a clone's commit), on this machine's clock. Leases are judged from there,
 //! never from a date another machine wrote: a reader's lease ends `lease_s` after it first saw
 //! the version, so a holder that renews (a new version) in time is never judged STALE, whatever
-//! the two clocks say; a reader that saw a version late judges it late, on the safe side.
+//! the two clocks say; a reader that saw a version late judges it late, on the safe side. Beside
+//! `seen` it keeps `steady`, the same moment on this machine's clock that does not jump
+//! ([`super::steady`]): a lease lapses only once both clocks have passed its end ([`lapsed`]),
+//! so a wall clock set forward here never ends another clone's lease.
 //!
 //! `.coord/remote/claims` holds the same claims in a few tab-separated lines, each with when
 //! its lease ends: a hook reads that file, not the JSON, and parses only the patterns that can
@@ -25,6 +28,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::record::{ClaimRecord, CloneRecord};
+use super::steady::{self, Steady};
 use crate::clock::{self, Timestamp};
 use crate::error::Result;
 use crate::fsutil;
@@ -56,8 +60,56 @@ pub struct SeenClaim {
     pub blob: String,
     /// When this clone first saw this blob there (this machine's clock).
     pub seen: String,
+    /// When, by this machine's clock that does not jump ([`Steady`]): the anchor a lease is
+    /// counted from beside `seen` (`None`: that clock cannot be read here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<Steady>,
     /// The record.
     pub record: ClaimRecord,
+}
+
+impl SeenClaim {
+    /// Whether its lease has lapsed at `now` (`steady`: the clock that does not jump, now), as
+    /// this clone judges it: [`lapsed`], counted from when this clone first saw the version.
+    pub fn lapsed(&self, now: &Timestamp, steady: Option<&Steady>) -> bool {
+        let wall = lease_until(&self.seen, self.record.lease_s).unwrap_or(*now);
+        lapsed(&wall, self.steady_until().as_ref(), now, steady)
+    }
+
+    /// When its lease ends by the clock that does not jump (`None`: never counted here).
+    pub fn steady_until(&self) -> Option<Steady> {
+        let lease = Duration::from_secs(self.record.lease_s);
+        self.steady.as_ref().map(|s| s.after(lease))
+    }
+
+    /// Count its lease from `now` (the clock that does not jump) when it was not counted by
+    /// that clock yet, or was first seen in another boot: the count starts again (the safe
+    /// side), as if this version had been first seen now.
+    pub fn anchor(&mut self, now: Option<&Steady>) {
+        if let Some(now) = now
+            && self.steady.as_ref().is_none_or(|s| s.until(now).is_none())
+        {
+            self.steady = Some(now.clone());
+        }
+    }
+}
+
+/// Whether a lease has lapsed at `now`: past its end by the wall clock (`wall_until`) **and**
+/// past its end by the clock that does not jump (`steady_until`, read now as `steady`). A
+/// reader's wall clock set forward never ends a lease alone: the reader must also have seen
+/// the same version for the lease's length by a clock that does not jump, and the holder's
+/// renewer shows a new version well before that. Not counted by that clock (another boot, a
+/// clock that cannot be read): not lapsed.
+pub fn lapsed(
+    wall_until: &Timestamp,
+    steady_until: Option<&Steady>,
+    now: &Timestamp,
+    steady: Option<&Steady>,
+) -> bool {
+    let counted = steady_until
+        .zip(steady)
+        .is_some_and(|(end, now)| end.until(now).is_some());
+    *wall_until <= *now && counted
 }
 
 /// One clone record as last read.
@@ -193,15 +245,17 @@ pub fn update<T>(ws: &Workspace, remote: &str, f: impl FnOnce(&mut State) -> T) 
     let before = state.clone();
     let out = f(&mut state);
     if state != before {
+        let steady = steady::now();
+        let index = |s: &State| index_text(s, steady.as_ref());
         let text = serde_json::to_vec(&state).unwrap_or_default();
         fsutil::replace(
             &layout::remote_state(&crate::worktree::shared_root(root)),
             &text,
         )?;
-        if index_text(&before) != index_text(&state) {
+        if index(&before) != index(&state) {
             fsutil::replace(
                 &layout::remote_claims(&crate::worktree::shared_root(root)),
-                index_text(&state).as_bytes(),
+                index(&state).as_bytes(),
             )?;
         }
         if work_text(&before) != work_text(&state) {
@@ -215,20 +269,23 @@ pub fn update<T>(ws: &Workspace, remote: &str, f: impl FnOnce(&mut State) -> T) 
 }
 
 /// The first line of `.coord/remote/claims`.
-const INDEX_HEAD: &str = "# coord remote claims 1";
+const INDEX_HEAD: &str = "# coord remote claims 2";
 
-/// `.coord/remote/claims` for `state`: a head line (`# coord remote claims 1`, the remote, when
-/// it was read in seconds since the epoch), then one line per claim: when its lease ends (epoch
-/// seconds, this clock), `claim` or `lock`, agent, host, clone id, since (epoch seconds), the
-/// pattern or path, the reason; separated by tabs (no field holds one: records with control
+/// `.coord/remote/claims` for `state`, written at `steady` (the clock that does not jump): a
+/// head line (`# coord remote claims 2`, the remote, when it was read in seconds since the
+/// epoch, the boot's id), then one line per claim: when its lease ends (epoch seconds, this
+/// clock), when it ends by the clock that does not jump (milliseconds since that boot; `-`:
+/// not counted in this boot), `claim` or `lock`, agent, host, clone id, since (epoch seconds),
+/// the pattern or path, the reason; separated by tabs (no field holds one: records with control
 /// characters are never kept).
-fn index_text(state: &State) -> String {
+fn index_text(state: &State, steady: Option<&Steady>) -> String {
     let epoch = |t: Option<&str>| {
         t.and_then(clock::parse_timestamp)
             .map_or(0, |t| t.timestamp())
     };
+    let boot = steady.map_or("", |s| s.boot.as_str());
     let mut out = format!(
-        "{INDEX_HEAD}\t{}\t{}\n",
+        "{INDEX_HEAD}\t{}\t{}\t{boot}\n",
         state.remote,
         epoch(state.synced_at.as_deref())
     );
@@ -242,8 +299,11 @@ fn index_text(state: &State) -> String {
             .or_else(|| clock::parse_timestamp(&c.seen))
             .map_or(0, |t| t.timestamp());
         let kind = r.kind.word();
+        let counted = (c.steady_until())
+            .filter(|end| steady.is_some_and(|now| now.boot == end.boot))
+            .map_or("-".to_string(), |end| end.ms.to_string());
         out.push_str(&format!(
-            "{}\t{kind}\t{}\t{}\t{}\t{since}\t{}\t{}\n",
+            "{}\t{counted}\t{kind}\t{}\t{}\t{}\t{since}\t{}\t{}\n",
             until.timestamp(),
             r.holder.agent,
             r.holder.host,
@@ -260,6 +320,9 @@ fn index_text(state: &State) -> String {
 pub struct IndexedClaim {
     /// When its lease ends (epoch seconds, this clock).
     pub lease_until: i64,
+    /// When it ends by the clock that does not jump (`None`: not counted in the boot the file
+    /// was written in).
+    pub steady_until: Option<Steady>,
     /// A claim or a lock.
     pub kind: super::record::Kind,
     /// Who holds it.
@@ -293,11 +356,30 @@ pub fn read_index(
         return None;
     }
     let synced = head.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let boot = head.next().unwrap_or_default();
     let mut out = Vec::new();
     for line in lines {
-        let f: Vec<&str> = line.splitn(8, '\t').collect();
-        let [until, kind, agent, host, clone, since, text, reason] = f.as_slice() else {
+        let f: Vec<&str> = line.splitn(9, '\t').collect();
+        let [
+            until,
+            counted,
+            kind,
+            agent,
+            host,
+            clone,
+            since,
+            text,
+            reason,
+        ] = f.as_slice()
+        else {
             return None;
+        };
+        let steady_until = match *counted {
+            "-" => None,
+            ms => Some(Steady {
+                boot: boot.to_string(),
+                ms: ms.parse().ok()?,
+            }),
         };
         let kind = match *kind {
             "lock" => super::record::Kind::Lock,
@@ -312,6 +394,7 @@ pub fn read_index(
         }
         out.push(IndexedClaim {
             lease_until,
+            steady_until,
             kind,
             holder: super::record::Holder {
                 agent: agent.to_string(),
@@ -439,11 +522,13 @@ mod tests {
             name: "n".into(),
             blob: "b".into(),
             seen: "2026-01-28T10:00:00+00:00".into(),
+            steady: Some(at_boot("b1", 5_000)),
             record,
         });
+        let written = at_boot("b1", 7_000);
         fsutil::replace(
             &layout::remote_claims(&crate::worktree::shared_root(root)),
-            index_text(&s).as_bytes(),
+            index_text(&s, Some(&written)).as_bytes(),
         )
         .unwrap();
         let (synced, claims) = read_index(root, "origin", |_| true).unwrap();
@@ -451,16 +536,19 @@ mod tests {
         assert_eq!(claims.len(), 1);
         let c = &claims[0];
         assert_eq!(c.lease_until, 1_769_594_460);
+        // Counted by the clock that does not jump: 60 s after it was first seen, in that boot.
+        assert_eq!(c.steady_until, Some(at_boot("b1", 65_000)));
         // A `since` later than the claim was first seen (a clock ahead) is not believed.
         assert_eq!(c.since, 1_769_594_400);
         assert_eq!((c.text.as_str(), c.reason.as_str()), ("src/**", "x y"));
         assert!(read_index(root, "upstream", |_| true).is_none());
         // A line whose lease (or since, or kind) does not parse makes the whole index unread,
         // never a claim lapsed since 1970.
-        let good = index_text(&s);
+        let good = index_text(&s, Some(&written));
         for bad in [
             good.replacen("1769594460\t", "x\t", 1),
-            good.replacen("\t1769594400\t", "\t\t", 1),
+            good.replacen("\t65000\t", "\tx\t", 1),
+            good.replacen("\tc1\t1769594400\t", "\tc1\t\t", 1),
             good.replacen("\tclaim\t", "\tclam\t", 1),
             format!("{good}1769594460\tclaim\n"),
         ] {
@@ -483,6 +571,69 @@ mod tests {
                 .1
                 .is_empty()
         );
+        // Written in another boot than the one it was counted in: not counted there.
+        fsutil::replace(
+            &layout::remote_claims(&crate::worktree::shared_root(root)),
+            index_text(&s, Some(&at_boot("b2", 1_000))).as_bytes(),
+        )
+        .unwrap();
+        let (_, claims) = read_index(root, "origin", |_| true).unwrap();
+        assert_eq!(claims[0].steady_until, None);
+    }
+
+    fn at_boot(boot: &str, ms: u64) -> Steady {
+        Steady {
+            boot: boot.into(),
+            ms,
+        }
+    }
+
+    fn seen_claim(seen: &str, lease_s: u64, steady: Option<Steady>) -> SeenClaim {
+        let record: super::super::record::ClaimRecord = serde_json::from_str(&format!(
+            r#"{{"v":1,"kind":"claim","pattern":"src/**","agent":"alice","host":"a","clone":"c1","since":"{seen}","lease_s":{lease_s},"renewal":0,"token":"t"}}"#
+        ))
+        .unwrap();
+        SeenClaim {
+            name: "n".into(),
+            blob: "b".into(),
+            seen: seen.into(),
+            steady,
+            record,
+        }
+    }
+
+    #[test]
+    fn a_lease_lapses_only_once_both_clocks_passed_its_end() {
+        let t = |s: &str| clock::parse_timestamp(s).unwrap();
+        let c = seen_claim("2026-01-28T10:00:00+00:00", 60, Some(at_boot("b1", 1_000)));
+        let (before, after) = (
+            t("2026-01-28T10:00:59+00:00"),
+            t("2026-01-28T10:01:00+00:00"),
+        );
+        assert!(c.lapsed(&after, Some(&at_boot("b1", 61_000))));
+        // The wall clock jumped an hour ahead; this clone has seen the version for 5 s.
+        assert!(!c.lapsed(&t("2026-01-28T11:00:05+00:00"), Some(&at_boot("b1", 6_000))));
+        // The wall clock was set back: it has not lapsed by it.
+        assert!(!c.lapsed(&before, Some(&at_boot("b1", 600_000))));
+        // Another boot, the clock unreadable, or a version never counted: not lapsed.
+        assert!(!c.lapsed(&after, Some(&at_boot("b2", 600_000))));
+        assert!(!c.lapsed(&after, None));
+        let uncounted = seen_claim("2026-01-28T10:00:00+00:00", 60, None);
+        assert!(!uncounted.lapsed(&after, Some(&at_boot("b1", 600_000))));
+    }
+
+    #[test]
+    fn a_version_is_counted_again_from_now_after_a_reboot() {
+        let mut c = seen_claim("2026-01-28T10:00:00+00:00", 60, None);
+        c.anchor(None);
+        assert_eq!(c.steady, None);
+        c.anchor(Some(&at_boot("b1", 1_000)));
+        assert_eq!(c.steady, Some(at_boot("b1", 1_000)));
+        // Read again in the same boot: counted from when it was first seen.
+        c.anchor(Some(&at_boot("b1", 9_000)));
+        assert_eq!(c.steady, Some(at_boot("b1", 1_000)));
+        c.anchor(Some(&at_boot("b2", 500)));
+        assert_eq!(c.steady, Some(at_boot("b2", 500)));
     }
 
     #[test]

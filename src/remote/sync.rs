@@ -372,6 +372,9 @@ fn read_claims(
         return Ok((out, rewritten));
     };
     let raw_len = commit.len() / 2;
+    // The clock that does not jump, read once: what each version is counted from (a version
+    // first seen in another boot, or before it was counted, from now).
+    let steady = super::steady::now();
     let known: HashMap<&str, &SeenClaim> =
         prev.claims.iter().map(|s| (s.blob.as_str(), s)).collect();
     for (mode, name, oid) in tree_entries(&tree, raw_len).into_iter().take(MAX_ENTRIES) {
@@ -387,6 +390,7 @@ fn read_claims(
         if let Some(old) = known.get(oid.as_str()) {
             let mut kept = (*old).clone();
             kept.name = name;
+            kept.anchor(steady.as_ref());
             if let Some(c) = revive(&kept) {
                 out.claims.push(c);
             }
@@ -413,6 +417,7 @@ fn read_claims(
                     name,
                     blob: oid,
                     seen: now.to_string(),
+                    steady: steady.clone(),
                     record: rec,
                 },
                 pattern,

@@ -482,7 +482,7 @@ impl Tries<'_> {
     /// The try took everything here: publish what `s` shares on the remote, the mutex free.
     fn share(&mut self, s: &Sharing, mut got: Vec<Acquired>) -> Result<Option<Vec<Acquired>>> {
         let (ws, req) = (self.ws, self.req);
-        let held = match remote_claim::publish(ws, req, s) {
+        let held = match remote_claim::publish(ws, req, s, &got) {
             Ok(remote::Claimed::Published(p)) => {
                 if let Err(e) = remote_claim::mark(ws, &req.agent, &mut got, s, &p) {
                     remote_claim::withdraw(ws, &req.agent, &got);

@@ -110,3 +110,40 @@ fn a_claim_published_on_a_clock_since_set_back_is_renewed_in_time() {
     let _ = renewer.kill();
     let _ = renewer.wait();
 }
+
+/// Alice in clone A holds `src/**` (a 15-minute lease, renewed well inside it); clone B reads
+/// it, then B's clock jumps an hour ahead. By B's wall clock her lease lapsed long ago, but B
+/// itself has seen her claim for seconds only: bob's `--share` lock does not take it over, and
+/// his lock of a file in it does not take it as free. Both are refused naming alice.
+#[test]
+fn a_reader_whose_clock_jumps_ahead_never_takes_over_a_live_claim() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--reason", "refactor"])
+        .ok();
+    remote(&t.env, &b, "x", &["sync"]).ok();
+    let ahead = an_hour_ahead();
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--no-wait"])
+        .env("COORD_NOW", &ahead)
+        .code(3)
+        .stderr_has("held by alice on ");
+    coord(&t.env, &b, "bob")
+        .args(["lock", "src/b.rs", "--no-wait"])
+        .env("COORD_NOW", &ahead)
+        .code(3)
+        .stderr_has("held by alice on ");
+    remote(&t.env, &b, "x", &["sync"]).ok();
+    let seen = status(&t.env, &b);
+    assert!(
+        seen.claims
+            .iter()
+            .any(|c| c.agent == "alice" && c.pattern == "src/**"),
+        "{seen:?}"
+    );
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}

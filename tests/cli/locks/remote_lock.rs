@@ -640,7 +640,8 @@ fn racing_clones_give_exactly_one_holder_each_round() {
 /// A `pre-receive` hook on the team's bare repository: each push is refused, held back or let
 /// through by its commit's first line, as the file `hooks/mode` says (`reject`: releases are
 /// refused; `block`: a release waits, saying so in `hooks/blocked`, while the mode stays;
-/// `hold`: renewals and alice's claims wait while it stays; anything else: all go through).
+/// `hold`: renewals and alice's claims wait while it stays; `park`: alice's claims wait, saying
+/// so in `hooks/parked`, while it stays; anything else: all go through).
 fn server_gate(t: &Team) -> PathBuf {
     let hooks = t.bare.join("hooks");
     std::fs::create_dir_all(&hooks).unwrap();
@@ -655,6 +656,7 @@ while read old new ref; do
     reject:release*) exit 1;;
     block:release*) touch "$dir/blocked"; while [ "$(cat "$dir/mode")" = block ]; do sleep 0.05; done;;
     hold:renew*|hold:claim*alice*) while [ "$(cat "$dir/mode")" = hold ]; do sleep 0.05; done;;
+    park:claim*alice*) touch "$dir/parked"; while [ "$(cat "$dir/mode")" = park ]; do sleep 0.05; done;;
   esac
 done
 exit 0
@@ -737,5 +739,64 @@ fn an_unlock_that_loses_the_race_never_takes_back_a_claim_made_again_meanwhile()
     std::fs::write(&mode, "pass").unwrap();
     assert_eq!(out.code, Some(3), "{}\n{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("held by alice on "), "{}", out.stderr);
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
+
+/// A claude `Write` of `rel` in clone `dir`, as its `PreToolUse` hook gets it, run as `agent`.
+fn hook_write(env: &Env, dir: &Path, agent: &str, rel: &str) -> crate::support::Output {
+    let payload = serde_json::json!({
+        "session_id": "6c1d2a8e-3b7f-4e0a-9d51-2f4e8b7c9a10",
+        "cwd": dir,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": dir.join(rel), "content": "b\n"},
+        "tool_use_id": "toolu_1",
+    });
+    coord(env, dir, agent)
+        .args(["hook", "claude", "--wait", "0"])
+        .stdin(payload.to_string())
+        .ok()
+}
+
+/// Alice's `coord lock src/**` is killed (SIGKILL) while its push of the claim waits at the
+/// server, which then lets it land: the claim is published, and the process that would have
+/// said so here is gone. Alice goes on editing (her next hook): her clone renews the claim, so
+/// that past its lease bob in another clone is still refused, never a second holder.
+#[test]
+fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_held() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let mode = server_gate(&t);
+    std::fs::write(&mode, "park").unwrap();
+    let mut lock = coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--ttl", "3s"])
+        .spawn();
+    let parked = mode.with_file_name("parked");
+    eventually("alice's push reaches the server", || parked.exists());
+    let killed = Command::new("kill")
+        .args(["-9", &lock.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = lock.wait();
+    std::fs::write(&mode, "pass").unwrap();
+    eventually("alice's claim lands on the remote", || {
+        on_remote(&t, &b) == vec![("src/**".to_string(), "alice".to_string())]
+    });
+    let edit = hook_write(&t.env, &a, "alice", "src/a/x.rs");
+    assert!(
+        crate::clients::hooks::denied("claude", &edit).is_none(),
+        "{}",
+        edit.stdout
+    );
+    // Past the lease B counts from when it first saw alice's claim.
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a/x.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice on ");
     coord(&t.env, &a, "alice").arg("unlock").ok();
 }
