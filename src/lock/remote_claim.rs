@@ -313,7 +313,8 @@ pub(super) fn unpublish(ws: &Workspace, agent: &AgentId, s: &Sharing) {
 }
 
 /// The publication of `p` landed: mark our records of it here (again: [`publish`] marked them
-/// before the push; by token, under the mutex), and say in `got` what went where, with the stale records of other clones it took over.
+/// before the push; by token, under the mutex), and say in `got` what went where, with the
+/// stale records of other clones it took over.
 pub(super) fn mark(
     ws: &Workspace,
     agent: &AgentId,

@@ -22,8 +22,8 @@
 //!
 //! A claim holds for `lease_s` seconds after a reader first saw its current version (on the
 //! reader's clock, and on its clock that does not jump, [`steady`]: a wall clock set forward
-//! ends no lease alone); its holder renews it (a new version, `renewal` + 1) well within that. Dates
-//! written by other machines (`since`, commit dates) are shown, never judged: a clock ten
+//! ends no lease alone); its holder renews it (a new version, `renewal` + 1) well within that.
+//! Dates written by other machines (`since`, commit dates) are shown, never judged: a clock ten
 //! minutes off moves nothing. Nothing expires on the server: a claim whose lease lapsed (its
 //! holder stopped renewing: crashed, killed, offline) is taken over by the next clone that
 //! needs it, by compare-and-swap, and the new record says from whom (`taken_from`, and the

@@ -3,8 +3,8 @@
 //! another clone lapse (docs/protocol.md, "Remote claims").
 //!
 //! Linux: `CLOCK_BOOTTIME` (it goes on while the machine sleeps), with the boot's id from
-//! `/proc/sys/kernel/random/boot_id` (empty where it cannot be read). macOS: `CLOCK_MONOTONIC`, which counts from the boot and
-//! goes on while asleep there too; no boot id is read (empty). Either counts from its boot, so
+//! `/proc/sys/kernel/random/boot_id` (empty where it cannot be read). macOS: `CLOCK_MONOTONIC`,
+//! which counts from the boot and goes on while asleep there too; no boot id is read (empty). Either counts from its boot, so
 //! two readings taken across a reboot differ by at most the time since the later boot, never
 //! by more than really passed: a count never ends early. Elsewhere nothing is read, and a
 //! reader that cannot count takes no claim as lapsed (the safe side).
