@@ -100,6 +100,19 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
             )
         })?,
     };
+    // A client working in the filesystem's root (a service, a container's default folder): no
+    // workspace is made there, which every folder below would join. The folder of the first
+    // file the call edits says where it works; a call that edits nothing is left alone.
+    let at_root =
+        ctx.dir.is_none() && std::fs::canonicalize(&base).is_ok_and(|b| b == Path::new("/"));
+    let base = match at_root && !base.join(".coord").is_dir() && !base.join(".git").exists() {
+        false => base,
+        true => edited_folder(&call, &cwd).ok_or_else(|| {
+            anyhow::anyhow!(
+                "the event's cwd is the filesystem's root, where coord makes no workspace; nothing done (the tool call is allowed)"
+            )
+        })?,
+    };
     let explicit = ctx.agent_explicit()?;
     // Else the session's own agent (from the payload: it names the session this very call
     // belongs to).
@@ -197,6 +210,15 @@ fn gone_cwd_base(explicit: Option<&Path>, gone: &Path) -> Option<PathBuf> {
     let state = coord::layout::state_dir(&coord::worktree::shared_root(ws.root()));
     let made = explicit.is_some() || ws.root() != base || state.is_dir();
     made.then_some(base)
+}
+
+/// The folder of the first file `call` edits (the nearest one above it that is there), unless
+/// that is the filesystem's root too.
+fn edited_folder(call: &client::HookCall, cwd: &Path) -> Option<PathBuf> {
+    let file = cwd.join(call.files.as_ref()?.first()?);
+    let dir = file.ancestors().skip(1).find(|d| d.is_dir())?;
+    let dir = std::fs::canonicalize(dir).ok()?;
+    dir.parent().is_some().then_some(dir)
 }
 
 /// A hook must not hang its client: waits are capped.

@@ -507,6 +507,60 @@ fn an_event_whose_cwd_is_gone_makes_no_workspace_where_the_hook_runs() {
     }
 }
 
+/// A client working in the filesystem's root (a service, a container's default folder): no
+/// workspace is made at `/`, which every folder below would then join. An edit is judged in the
+/// workspace of the file it edits (denied there when another agent holds it); an event that edits
+/// nothing is allowed with a warning, nothing written.
+#[test]
+fn a_client_working_in_the_filesystem_root_makes_no_workspace_there() {
+    if std::path::Path::new("/.coord").exists() {
+        eprintln!("skipped: a /.coord/ is already there");
+        return;
+    }
+    let names_in = |dir: &str| -> Vec<String> {
+        (std::fs::read_dir(dir).unwrap().flatten())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let before = names_in("/");
+    let env = Env::new();
+    env.write("F", "f\n");
+    env.agent("b").args(["lock", "F"]).ok();
+    let event = |name: &str, tool: serde_json::Value| {
+        let mut v =
+            serde_json::json!({"session_id": "5e55a0e1", "cwd": "/", "hook_event_name": name});
+        if let serde_json::Value::Object(t) = tool {
+            v.as_object_mut().unwrap().extend(t);
+        }
+        v.to_string()
+    };
+    let start = hook(
+        &env,
+        "claude",
+        &event("SessionStart", serde_json::json!({})),
+        &[],
+    );
+    let write = event(
+        "PreToolUse",
+        serde_json::json!({"tool_name": "Write", "tool_input": {"file_path": env.path("F"), "content": "x"}}),
+    );
+    let out = hook(&env, "claude", &write, &["--wait", "0"]);
+    // What the hooks left in `/` (removed again: this machine's root is not the test's).
+    let made: Vec<String> = names_in("/")
+        .into_iter()
+        .filter(|n| !before.contains(n))
+        .collect();
+    for name in &made {
+        let path = std::path::Path::new("/").join(name);
+        let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+    }
+    assert!(made.is_empty(), "made at /: {made:?}");
+    assert!(start.stderr.contains("warning:"), "{}", start.stderr);
+    let reason = denied("claude", &out).expect("the edit of b's file must be denied");
+    assert!(reason.contains("locked by b"), "{reason}");
+    assert_eq!(env.read("F"), "f\n");
+}
+
 /// An event whose `cwd` was removed (the client ran in a folder since deleted) inside a
 /// workspace: an edit of a file another agent holds, named by its absolute path, is still
 /// denied, the workspace found from the nearest folder above the one that is gone.
