@@ -384,7 +384,19 @@ impl FakeClient {
         for var in crate::support::CLIENT_SESSION_VARS {
             cmd.env_remove(var);
         }
-        let mut child = cmd.spawn().unwrap();
+        // The script was just written: a process another test forks meanwhile may still hold
+        // its open descriptor for a moment (until that child's exec), and exec then fails with
+        // ETXTBSY. Try again shortly, as a shell would have to.
+        let mut tries = 0;
+        let mut child = loop {
+            match cmd.spawn() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                spawned => break spawned.unwrap(),
+            }
+        };
         {
             use std::io::Write;
             let mut stdin = child.stdin.take().unwrap();
