@@ -1,6 +1,6 @@
 //! `coord hook CLIENT`: one hook event of an agent client, read from stdin.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
@@ -103,8 +103,13 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     // A client working in the filesystem's root (a service, a container's default folder): no
     // workspace is made there, which every folder below would join. The folder of the first
     // file the call edits says where it works; a call that edits nothing is left alone.
-    let at_root =
-        ctx.dir.is_none() && std::fs::canonicalize(&base).is_ok_and(|b| b == Path::new("/"));
+    let root_only = |c| {
+        matches!(
+            c,
+            Component::RootDir | Component::CurDir | Component::ParentDir
+        )
+    };
+    let at_root = ctx.dir.is_none() && base.components().all(root_only);
     let base = match at_root && !base.join(".coord").is_dir() && !base.join(".git").exists() {
         false => base,
         true => edited_folder(&call, &cwd).ok_or_else(|| {
