@@ -177,10 +177,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                 }
             }
         }
-        if let Some(signal) = crate::wait::stop_requested() {
-            let file = path.display().to_string();
-            return Err(crate::Error::Interrupted { signal, file });
-        }
+        crate::wait::stopped(|| path.display().to_string())?;
         if Instant::now() >= deadline {
             let why = "other processes kept the workspace lease for the whole wait (is the folder reachable and writable for them?)";
             let e = last_error.unwrap_or_else(|| io::Error::new(io::ErrorKind::TimedOut, why));

@@ -551,11 +551,7 @@ impl Tries<'_> {
 
     /// `Interrupted`, naming the first file (or claim) asked for, when a signal asked us to stop.
     fn stopped(&self) -> Result<()> {
-        let Some(signal) = crate::wait::stop_requested() else {
-            return Ok(());
-        };
-        let file = first_key(self.targets, self.req).unwrap_or_default();
-        Err(Error::Interrupted { signal, file })
+        crate::wait::stopped(|| first_key(self.targets, self.req).unwrap_or_default())
     }
 
     /// Touch our tickets every [`queue::TOUCH_EVERY`]; queue up again if they were judged dead.
