@@ -283,7 +283,7 @@ fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
     if meta.is_dir() {
         let path = e.lock_path.display();
         let message = format!("the stale lock `{path}` is a folder, not a file: remove it by hand");
-        return Err(Error::Failed { message });
+        return Err(Error::failed(message));
     }
     let aside = (fsutil::temp_in(dir).at("create a temporary file in", dir)?).into_temp_path();
     match fsutil::raw::rename(&e.lock_path, &aside) {
