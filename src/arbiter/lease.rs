@@ -263,7 +263,7 @@ fn declared_lease(rec: &Record) -> Duration {
 fn holder_gone(rec: &Record) -> bool {
     let pid = rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok());
     match (pid, rec.get_nonempty("host")) {
-        (Some(pid), Some(h)) => pid != host::pid() && host::recorded_process_gone(pid, h),
+        (Some(pid), Some(h)) => pid != host::pid() && host::recorded_process_gone(pid, h, None),
         _ => false,
     }
 }

@@ -126,7 +126,7 @@ impl Row {
             return None;
         }
         if let (Some(pid), Some(h)) = (self.pid, self.host.as_deref())
-            && host::recorded_process_gone(pid, h)
+            && host::recorded_process_gone(pid, h, None)
         {
             return Some(format!("its process {pid} on {h} is gone"));
         }
