@@ -338,9 +338,7 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
     let here = targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
         super::classify(root, &mut entries, &mut cache, &now);
-        if let Some(e) =
-            (entries.iter()).find(|e| e.agent != me && e.state != super::LockState::Stale)
-        {
+        if let Some(e) = entries.iter().find(|e| e.excludes(Some(agent))) {
             return Some(blocker::blocker_of(root, e, &now));
         }
         (claims.iter_mut())
