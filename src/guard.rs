@@ -352,7 +352,7 @@ pub fn held_in(
     let now = clock::now();
     let mut out = Vec::new();
     let mut add = |file: &String, holder: String, e: &lock::LockEntry| {
-        if e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent) {
+        if e.excludes(me) {
             out.push(Held {
                 file: file.clone(),
                 holder,

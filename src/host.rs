@@ -147,13 +147,9 @@ fn probe(pid: u32) -> Option<Option<String>> {
     }
 }
 
-/// Whether a process recorded as (`pid`, `host`) is known to be gone.
-pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
-    recorded_process_gone_since(pid, host, None)
-}
-
-/// [`recorded_process_gone`], or its number reused by a process started at another time.
-pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
+/// Whether a process recorded as (`pid`, `host`) is known to be gone, or (with its recorded
+/// `start`) its number reused by a process started at another time.
+pub fn recorded_process_gone(pid: u32, host: &str, start: Option<u64>) -> bool {
     if host != hostname() {
         return false;
     }
@@ -346,8 +342,9 @@ mod tests {
         let child_pid = child.id();
         child.wait().unwrap();
         assert!(!pid_alive(child_pid));
-        assert!(recorded_process_gone(child_pid, hostname()));
-        assert!(!recorded_process_gone(child_pid, "another-host.example"));
+        assert!(recorded_process_gone(child_pid, hostname(), None));
+        let elsewhere = "another-host.example";
+        assert!(!recorded_process_gone(child_pid, elsewhere, None));
     }
 
     /// Issue 26 item 17: a process killed with -9 and not yet reaped (a zombie) is not alive:

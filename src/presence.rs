@@ -311,11 +311,10 @@ pub fn write_over(
     rec.set("current_file", current_file);
     let lock_status = update.lock_status.map(|s| s.as_str().to_string());
     rec.set("lock_status", pick(lock_status, "lock_status", "FREE"));
-    if let Some(old) = old {
-        for (k, v) in old.record.entries() {
-            if !SEED_KEYS.iter().any(|n| n.eq_ignore_ascii_case(k)) {
-                rec.set(k, v);
-            }
+    let seed_key = |k: &str| SEED_KEYS.iter().any(|n| n.eq_ignore_ascii_case(k));
+    for (k, v) in old.iter().flat_map(|p| p.record.entries()) {
+        if !seed_key(k) {
+            rec.set(k, v);
         }
     }
     for (k, v) in &update.extras {

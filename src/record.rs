@@ -55,6 +55,13 @@ impl Record {
         }
     }
 
+    /// [`Record::set`] when `value` is given.
+    pub fn set_opt(&mut self, key: &str, value: Option<impl std::fmt::Display>) {
+        if let Some(value) = value {
+            self.set(key, value.to_string());
+        }
+    }
+
     /// Remove every entry named `key`.
     pub fn remove(&mut self, key: &str) {
         self.entries.retain(|(k, _)| !k.eq_ignore_ascii_case(key));

@@ -345,12 +345,9 @@ fn agent_label(a: &AgentView, several: bool) -> String {
         parts.push(c.clone());
     }
     if several {
-        if let Some(w) = &a.worktree {
-            parts.push(crate::worktree::short_name(w).to_string());
-        }
-        if let Some(b) = &a.branch {
-            parts.push(b.clone());
-        }
+        let tree = a.worktree.as_deref().map(crate::worktree::short_name);
+        parts.extend(tree.map(str::to_string));
+        parts.extend(a.branch.clone());
     }
     parts.extend(a.task());
     parts.join(" · ")

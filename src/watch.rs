@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -71,13 +71,10 @@ pub fn watched_folders(ws: &Workspace, snap: Option<&Snapshot>) -> Vec<PathBuf> 
     }
     dirs.push(queues);
     let status = snap.map(|s| &s.status);
-    if let Some(d) = status.and_then(|s| s.dialogue.as_ref()) {
-        dirs.push(root.join(&d.folder));
-    }
+    let dialogue = status.and_then(|s| s.dialogue.as_ref());
+    dirs.extend(dialogue.map(|d| root.join(&d.folder)));
     for lock in status.iter().flat_map(|s| &s.locks) {
-        if let Some(dir) = root.join(&lock.lock_file).parent() {
-            dirs.push(dir.to_path_buf());
-        }
+        dirs.extend(root.join(&lock.lock_file).parent().map(Path::to_path_buf));
     }
     dirs.sort();
     dirs.dedup();

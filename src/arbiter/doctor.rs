@@ -81,10 +81,7 @@ fn diagnosis(
     past_cache: bool,
 ) -> Diagnosis {
     let (sync_tool, fs) = (sync_tool(root), &policy.fs.name);
-    let mut warnings = Vec::new();
-    if let Some(s) = &sync_tool {
-        warnings.push(sync_warning(s));
-    }
+    let mut warnings: Vec<String> = sync_tool.iter().map(sync_warning).collect();
     if let n @ 1.. = conflict_copies.len() {
         let ending = if n == 1 { "y" } else { "ies" };
         warnings.push(format!(

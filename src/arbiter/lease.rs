@@ -177,10 +177,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                 }
             }
         }
-        if let Some(signal) = crate::wait::stop_requested() {
-            let file = path.display().to_string();
-            return Err(crate::Error::Interrupted { signal, file });
-        }
+        crate::wait::stopped(|| path.display().to_string())?;
         if Instant::now() >= deadline {
             let why = "other processes kept the workspace lease for the whole wait (is the folder reachable and writable for them?)";
             let e = last_error.unwrap_or_else(|| io::Error::new(io::ErrorKind::TimedOut, why));
@@ -266,7 +263,7 @@ fn declared_lease(rec: &Record) -> Duration {
 fn holder_gone(rec: &Record) -> bool {
     let pid = rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok());
     match (pid, rec.get_nonempty("host")) {
-        (Some(pid), Some(h)) => pid != host::pid() && host::recorded_process_gone(pid, h),
+        (Some(pid), Some(h)) => pid != host::pid() && host::recorded_process_gone(pid, h, None),
         _ => false,
     }
 }

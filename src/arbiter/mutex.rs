@@ -77,10 +77,7 @@ fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
                 return Err(e).at("lock the workspace mutex", path);
             }
         }
-        if let Some(signal) = crate::wait::stop_requested() {
-            let file = path.display().to_string();
-            return Err(crate::Error::Interrupted { signal, file });
-        }
+        crate::wait::stopped(|| path.display().to_string())?;
         if Instant::now() >= deadline {
             let why = "another process has held it too long (a coord process stopped with Ctrl-Z?)";
             let e = io::Error::new(io::ErrorKind::TimedOut, why);

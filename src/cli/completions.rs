@@ -63,9 +63,7 @@ pub fn man(args: ManArgs, _ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut page = Vec::new();
     clap_mangen::Man::new(cmd)
         .render(&mut page)
-        .map_err(|e| Error::Failed {
-            message: format!("cannot render the manual page: {e}"),
-        })?;
+        .map_err(|e| Error::failed(format!("cannot render the manual page: {e}")))?;
     output::raw(&page);
     Ok(ExitCode::Success)
 }

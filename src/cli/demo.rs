@@ -41,9 +41,8 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> Result<ExitCode> {
             let unreadable = || format!("cannot read {}", d.display());
             let mut entries = fsutil::read_dir(d).with_context(unreadable)?;
             if entries.next().is_some() {
-                let path = d.display().to_string();
-                let why = "the demo needs an empty or new folder".into();
-                return Err(Error::BadPath { path, why }.into());
+                let why = "the demo needs an empty or new folder";
+                return Err(Error::bad_path(d.display().to_string(), why).into());
             }
             d.clone()
         }

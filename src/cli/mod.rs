@@ -291,8 +291,7 @@ fn stop_on_signals() -> Result<(), Error> {
 }
 
 fn signal_error(e: std::io::Error) -> Error {
-    let message = format!("cannot install the signal handlers: {e}");
-    Error::Failed { message }
+    Error::failed(format!("cannot install the signal handlers: {e}"))
 }
 
 fn read_stdin(cap: u64) -> std::io::Result<Vec<u8>> {

@@ -34,9 +34,7 @@ pub struct UiArgs {
 
 pub fn run(args: UiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
-    let failed = |what: &str, e: std::io::Error| Error::Failed {
-        message: format!("{what}: {e}"),
-    };
+    let failed = |what: &str, e: std::io::Error| Error::failed(format!("{what}: {e}"));
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, args.port))
         .map_err(|e| failed(&format!("cannot listen on 127.0.0.1:{}", args.port), e))?;
     let port = listener

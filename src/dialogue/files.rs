@@ -370,14 +370,14 @@ impl LockInfo {
         let pid = rec.get("pid").and_then(|p| p.parse().ok());
         let on = rec.get_nonempty("host");
         let age = since.as_ref().map(|s| clock::age(now, s));
-        let gone = matches!((pid, on), (Some(pid), Some(h)) if host::recorded_process_gone(pid, h));
+        let gone = |(pid, h)| host::recorded_process_gone(pid, h, None);
         LockInfo {
             holder: clip(holder.unwrap_or("(unknown)")),
             since: since.as_ref().map(clock::format_timestamp),
             pid,
             host: on.map(str::to_string),
             age_s: age.map(|a| a.as_secs()),
-            stale: gone || age.is_some_and(|a| a > LOCK_STALE_AFTER),
+            stale: pid.zip(on).is_some_and(gone) || age.is_some_and(|a| a > LOCK_STALE_AFTER),
             interrupted: rec.get_nonempty("interrupted").map(clip),
         }
     }

@@ -46,7 +46,7 @@ pub(crate) fn with_own_lock<T>(
     let got = lock::acquire(ws, req, &lock::Reach::HERE, on_event)?;
     let Some(acquired) = got.acquired.into_iter().next() else {
         let message = format!("the lock on `{}` was not reported", target.rel);
-        return Err(Error::Failed { message });
+        return Err(Error::failed(message));
     };
     let done = op(&Fence::Token(acquired.token.clone()), true);
     let released = lock::release_tokens(ws, &req.agent, &[(target.clone(), acquired.token)], true);

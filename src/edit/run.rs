@@ -147,12 +147,11 @@ pub fn run(
     };
     // Asked to stop (see `wait::stop_on_signals`) during the try that got the locks: the
     // command does not start.
-    if let Some(signal) = crate::wait::stop_requested() {
+    let first = (req.targets.first().map(|t| t.rel.clone()))
+        .or_else(|| req.claims.first().map(|c| c.as_str().to_string()));
+    if let Err(e) = crate::wait::stopped(|| first.unwrap_or_default()) {
         let _ = release();
-        let file = (req.targets.first().map(|t| t.rel.clone()))
-            .or_else(|| req.claims.first().map(|c| c.as_str().to_string()));
-        let file = file.unwrap_or_default();
-        return Err(Error::Interrupted { signal, file });
+        return Err(e);
     }
     on_event(RunEvent::Locked(&got));
 

@@ -51,7 +51,7 @@ pub fn write(
         drop(mutex);
         let rel = keep(ws, agent, target, tmp)?;
         let why = format!("{why}; it was not written, your content is kept in `{rel}`");
-        return Err(Error::BadPath { path, why });
+        return Err(Error::bad_path(path, why));
     }
     let backup = staged.map(backup::Staged::commit).transpose()?;
     fsutil::persist(tmp, &target.abs)?;

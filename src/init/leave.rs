@@ -14,7 +14,7 @@ use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
 use crate::guard;
 use crate::layout;
-use crate::lock::{self, LockEntry, LockState};
+use crate::lock::{self, LockEntry};
 use crate::presence::StateCache;
 use crate::record::Record;
 use crate::workspace::{AgentId, Workspace};
@@ -272,8 +272,7 @@ fn refuse_live_locks(
     let now = clock::now();
     let mut cache = StateCache::default();
     let mut live: Vec<(LockEntry, &Path)> = Vec::new();
-    let others =
-        |e: &LockEntry| e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent);
+    let others = |e: &LockEntry| e.excludes(me);
     // Each lock is judged in the workspace that holds it: a submodule's, its superproject's.
     let mut groups: Vec<(PathBuf, Vec<crate::workspace::Target>)> = Vec::new();
     for (file, tree) in locks {

@@ -43,7 +43,7 @@ fn stale_reason(
         ));
     }
     if let Some((pid, h)) = e.process() {
-        if host::recorded_process_gone_since(pid, h, e.process_start()) {
+        if host::recorded_process_gone(pid, h, e.process_start()) {
             return Some(format!("its process {pid} on {h} is gone"));
         }
         // Taken in a client session on this host: the lock follows the client process, not its

@@ -232,6 +232,12 @@ impl LockEntry {
         }
     }
 
+    /// Whether the lock keeps `me` out: not STALE, and held by another agent (anyone's when `me`
+    /// is `None`).
+    pub fn excludes(&self, me: Option<&crate::workspace::AgentId>) -> bool {
+        self.state != LockState::Stale && me.is_none_or(|m| m.id() != self.agent)
+    }
+
     /// Whether the lock file's name is not valid UTF-8 (its `file` is then shown lossily).
     pub fn bad_name(&self) -> bool {
         (self.lock_path.file_name()).is_some_and(|n| n.to_str().is_none())
@@ -283,7 +289,7 @@ fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
     if meta.is_dir() {
         let path = e.lock_path.display();
         let message = format!("the stale lock `{path}` is a folder, not a file: remove it by hand");
-        return Err(Error::Failed { message });
+        return Err(Error::failed(message));
     }
     let aside = (fsutil::temp_in(dir).at("create a temporary file in", dir)?).into_temp_path();
     match fsutil::raw::rename(&e.lock_path, &aside) {

@@ -180,7 +180,7 @@ fn live_record(path: &Path) -> Option<Record> {
     // coord writes every ticket with its process: one without must not hold the line.
     let pid = rec.get("pid").and_then(|p| p.parse::<u32>().ok())?;
     let h = rec.get_nonempty("host")?;
-    if host::recorded_process_gone(pid, h) {
+    if host::recorded_process_gone(pid, h, None) {
         return None;
     }
     let fresh = (mtime.and_then(|m| m.elapsed().ok())).is_some_and(|age| age <= TICKET_TIMEOUT);

@@ -314,7 +314,7 @@ pub enum Fence {
 pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
     // "Still running": not seen gone (one on another host cannot be checked: it is taken to run).
     let ours = |e: &LockEntry| {
-        let gone = |(pid, h)| host::recorded_process_gone_since(pid, h, e.process_start());
+        let gone = |(pid, h)| host::recorded_process_gone(pid, h, e.process_start());
         !follows_other_process(e, None) || e.process().is_some_and(gone)
     };
     let path = layout::lock_file(&target.abs, agent.id());

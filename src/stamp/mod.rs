@@ -103,12 +103,8 @@ impl Row {
         rec.set("last_heartbeat", dash(&self.last_heartbeat));
         rec.set("current_task", dash(&self.current_task));
         rec.set("session_id", &self.session_id);
-        if let Some(pid) = self.pid {
-            rec.set("pid", pid.to_string());
-        }
-        if let Some(h) = &self.host {
-            rec.set("host", h);
-        }
+        rec.set_opt("pid", self.pid);
+        rec.set_opt("host", self.host.as_ref());
         rec.render()
     }
 
@@ -130,7 +126,7 @@ impl Row {
             return None;
         }
         if let (Some(pid), Some(h)) = (self.pid, self.host.as_deref())
-            && host::recorded_process_gone(pid, h)
+            && host::recorded_process_gone(pid, h, None)
         {
             return Some(format!("its process {pid} on {h} is gone"));
         }

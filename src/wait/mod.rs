@@ -7,7 +7,7 @@ pub mod handoff;
 mod signals;
 
 pub use folder::FolderWatch;
-pub use signals::{finishing, request_stop, stop_on_signals, stop_requested};
+pub use signals::{finishing, request_stop, stop_on_signals, stop_requested, stopped};
 
 /// How often a waiter re-checks even without an event (network filesystems send none).
 pub const RECHECK: Duration = Duration::from_millis(500);

@@ -51,3 +51,12 @@ pub fn stop_requested() -> Option<i32> {
     let sig = STOP.get()?.load(SeqCst);
     (sig != 0).then(|| i32::try_from(sig).unwrap_or(15))
 }
+
+/// `Interrupted` while waiting for `file()`, when a signal asked this process to stop.
+pub fn stopped(file: impl FnOnce() -> String) -> crate::Result<()> {
+    let Some(signal) = stop_requested() else {
+        return Ok(());
+    };
+    let file = file();
+    Err(crate::Error::Interrupted { signal, file })
+}

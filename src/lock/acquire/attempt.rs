@@ -465,12 +465,8 @@ impl<'a> Try<'a> {
         rec.set("origin", host::origin());
         if let Some(owner) = &req.owner {
             rec.set("pid", owner.pid.to_string());
-            if let Some(start) = host::start_time(owner.pid) {
-                rec.set("pid_start", start.to_string());
-            }
-            if let Some(s) = &owner.session {
-                rec.set("session", s);
-            }
+            rec.set_opt("pid_start", host::start_time(owner.pid));
+            rec.set_opt("session", owner.session.as_ref());
             if let Some(c) = &owner.client {
                 rec.set("client", &c.client);
                 rec.set("client_session", &c.session);
@@ -478,13 +474,9 @@ impl<'a> Try<'a> {
         }
         if let Some((tree, branch)) = claim {
             rec.set("worktree", tree.display().to_string());
-            if let Some(branch) = branch {
-                rec.set("branch", branch);
-            }
+            rec.set_opt("branch", branch);
         }
-        if let Some(reason) = &req.reason {
-            rec.set("reason", reason);
-        }
+        rec.set_opt("reason", req.reason.as_ref());
         rec.render()
     }
 }

@@ -120,7 +120,7 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
     let holder_state = presence.as_ref().map(|p| p.state(now));
     let client = e.client_session().is_some() && e.process_start().is_some();
     let follows = e.process().and_then(|(pid, h)| {
-        (h == host::hostname() && !host::recorded_process_gone_since(pid, h, e.process_start()))
+        (h == host::hostname() && !host::recorded_process_gone(pid, h, e.process_start()))
             .then_some(Follows { pid, client })
     });
     let takeable_at = match (follows, &e.since) {

@@ -338,9 +338,7 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
     let here = targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
         super::classify(root, &mut entries, &mut cache, &now);
-        if let Some(e) =
-            (entries.iter()).find(|e| e.agent != me && e.state != super::LockState::Stale)
-        {
+        if let Some(e) = entries.iter().find(|e| e.excludes(Some(agent))) {
             return Some(blocker::blocker_of(root, e, &now));
         }
         (claims.iter_mut())
@@ -551,11 +549,7 @@ impl Tries<'_> {
 
     /// `Interrupted`, naming the first file (or claim) asked for, when a signal asked us to stop.
     fn stopped(&self) -> Result<()> {
-        let Some(signal) = crate::wait::stop_requested() else {
-            return Ok(());
-        };
-        let file = first_key(self.targets, self.req).unwrap_or_default();
-        Err(Error::Interrupted { signal, file })
+        crate::wait::stopped(|| first_key(self.targets, self.req).unwrap_or_default())
     }
 
     /// Touch our tickets every [`queue::TOUCH_EVERY`]; queue up again if they were judged dead.

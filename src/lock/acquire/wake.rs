@@ -103,8 +103,7 @@ impl Probe<'_> {
 /// Whether a lock record does not name a process of this host that is gone.
 fn process_alive(raw: &[u8]) -> bool {
     let e = LockEntry::new(PathBuf::new(), "".into(), "".into(), Some(raw.to_vec()));
-    (e.process())
-        .is_none_or(|(pid, h)| !host::recorded_process_gone_since(pid, h, e.process_start()))
+    (e.process()).is_none_or(|(pid, h)| !host::recorded_process_gone(pid, h, e.process_start()))
 }
 
 /// What a waiter watches (names going away only): its queue folders, and its files' lock names.

@@ -22,7 +22,7 @@ use crate::clock;
 use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::lock::{self, LockState};
+use crate::lock;
 use crate::presence::{StateCache, Unreadable};
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -181,10 +181,7 @@ impl Reviews {
         let (mut entries, now) = (lock::locks_of(&target), clock::now());
         let cache = &mut StateCache::default();
         lock::classify(self.ws.root(), &mut entries, cache, &now);
-        let other = |e: &&lock::LockEntry| {
-            e.state != LockState::Stale && actor.is_none_or(|a| a.id() != e.agent)
-        };
-        let Some(e) = entries.iter().find(other) else {
+        let Some(e) = entries.iter().find(|e| e.excludes(actor)) else {
             return Ok(());
         };
         Err(Error::LockHeld {
