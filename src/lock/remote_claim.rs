@@ -419,6 +419,46 @@ pub(super) fn blocker(h: &Held, remote: &str) -> Blocker {
     b
 }
 
+/// Whether this clone's renewer should run and none does: `agent` holds here a claim or lock
+/// marked as published through the clone's remote, and nobody holds the renewer's kernel lock
+/// (the renewer was killed, never started, or the `coord lock` that published was killed
+/// before it started it). Read without the network.
+pub(super) fn renewer_missing(ws: &Workspace, agent: &AgentId) -> bool {
+    let Some(cfg) = remote::config(ws) else {
+        return false;
+    };
+    let root = ws.root();
+    let ours = |e: &LockEntry| e.agent == agent.id() && e.field(MARK) == Some(cfg.remote.as_str());
+    let claimed = claim::read_for(root).is_ok_and(|(all, _)| all.iter().any(|c| ours(&c.entry)));
+    let locked = || {
+        (super::index::entries(root).into_iter())
+            .filter(|(_, holder)| holder == agent.id())
+            .any(|(rel, _)| {
+                (ws.target_from_rel(&rel)).is_ok_and(|t| super::locks_of(&t).iter().any(ours))
+            })
+    };
+    if !claimed && !locked() {
+        return false;
+    }
+    let shared = crate::worktree::shared_root(root);
+    crate::arbiter::lock_mutex_within(&layout::remote_renewer(&shared), Duration::ZERO).is_ok()
+}
+
+/// Start the clone's renewer when `agent` holds records here marked as published and none
+/// runs: every command of the agent that takes a lock (a lock, a write, a run, a note, a hook's
+/// edit) keeps what it holds there renewed, not only a client's hook. Its heartbeat keeps its
+/// records here LIVE, so a claim that nobody renews there would lapse for the other clones
+/// while the agent goes on working under it: two holders.
+fn adopt(ws: &Workspace, agent: &AgentId) {
+    if renewer_missing(ws, agent)
+        && let Ok(mut child) = remote::spawn_detached(ws, &["renewer"])
+    {
+        // Reaped here by a long-lived process (`coord mcp`); a command that ends first leaves
+        // it to init.
+        std::thread::spawn(move || child.wait());
+    }
+}
+
 /// What another clone holds, as last synced from the remote (contract §13), of `targets` (those
 /// `agent` does not hold here already) or of what `claims` would claim: its live claim or shared
 /// lock, as the blocker a claim of another worktree would be.
@@ -436,6 +476,7 @@ pub(super) fn held_elsewhere(
     let (top, _) = crate::worktree::enclosing_repository(ws.root())?;
     let clone = Workspace::at(top.clone());
     let cfg = remote::config(&clone)?;
+    adopt(ws, agent);
     let sub = ws.root().strip_prefix(&top).ok()?.to_string_lossy();
     let at_top = |rel: &str| match sub.as_ref() {
         "" => rel.to_string(),

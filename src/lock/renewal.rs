@@ -84,24 +84,7 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
 /// (the renewer was killed, or never started). Read without the network; what a client's hook
 /// asks before it answers, so that an agent that goes on working keeps its claims renewed.
 pub fn missing(ws: &Workspace, agent: &AgentId) -> bool {
-    let Some(cfg) = remote::config(ws) else {
-        return false;
-    };
-    let root = ws.root();
-    let ours = |e: &LockEntry| e.agent == agent.id() && e.field(MARK) == Some(cfg.remote.as_str());
-    let claimed = claim::read_for(root).is_ok_and(|(all, _)| all.iter().any(|c| ours(&c.entry)));
-    let locked = || {
-        (index::entries(root).into_iter())
-            .filter(|(_, holder)| holder == agent.id())
-            .any(|(rel, _)| {
-                (ws.target_from_rel(&rel)).is_ok_and(|t| super::locks_of(&t).iter().any(ours))
-            })
-    };
-    if !claimed && !locked() {
-        return false;
-    }
-    let shared = crate::worktree::shared_root(root);
-    crate::arbiter::lock_mutex_within(&layout::remote_renewer(&shared), Duration::ZERO).is_ok()
+    super::remote_claim::renewer_missing(ws, agent)
 }
 
 /// The renewer's kernel lock, when no other renewer holds it; its pid file written.

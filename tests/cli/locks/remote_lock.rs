@@ -519,6 +519,7 @@ fn a_killed_renewer_is_started_again_by_its_holders_next_hook() {
         .stderr_has("held by alice on ");
     coord(&t.env, &a, "alice").arg("unlock").ok();
 }
+//MARKER
 
 /// A holder killed with `kill -9` (a `coord session` whose claim follows its process): its
 /// clone's renewer sees the claim STALE here and releases it there, so that another clone gets
@@ -794,6 +795,50 @@ fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_held() {
     );
     // Past the lease B counts from when it first saw alice's claim.
     std::thread::sleep(std::time::Duration::from_secs(6));
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a/x.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice on ");
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
+//MARKER
+
+/// As above, but alice goes on working through commands, not a client's hook: she locks a
+/// file of her claim and writes it (`coord lock`, `coord write`), again and again past the
+/// lease. Her clone renews the claim all the same, so that bob in another clone is refused.
+#[test]
+fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_its_holder_runs_commands() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let mode = server_gate(&t);
+    std::fs::write(&mode, "park").unwrap();
+    let mut lock = coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--ttl", "3s"])
+        .spawn();
+    let parked = mode.with_file_name("parked");
+    eventually("alice's push reaches the server", || parked.exists());
+    let killed = Command::new("kill")
+        .args(["-9", &lock.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = lock.wait();
+    std::fs::write(&mode, "pass").unwrap();
+    eventually("alice's claim lands on the remote", || {
+        on_remote(&t, &b) == vec![("src/**".to_string(), "alice".to_string())]
+    });
+    // Past the lease B counts from when it first saw alice's claim, alice working all along.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    while std::time::Instant::now() < until {
+        coord(&t.env, &a, "alice").args(["lock", "src/a/x.rs"]).ok();
+        coord(&t.env, &a, "alice")
+            .args(["unlock", "src/a/x.rs"])
+            .ok();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
     coord(&t.env, &b, "bob")
         .args(["lock", "--share", "src/a/x.rs", "--no-wait"])
         .code(3)
