@@ -143,12 +143,65 @@ pub(super) fn publish(
     s: &Sharing,
     got: &[Acquired],
 ) -> Result<Claimed> {
+    // Held from before the marks until they are taken back: the renewer acts on no mark of a
+    // publication under way.
+    let _under_way = publishing(ws, true);
     let added = intend(ws, &req.agent, got, s)?;
     let out = publish_now(ws, req, s);
     if matches!(out, Ok(Claimed::Held(_))) && !added.is_empty() {
         let _ = set_marks(ws, &req.agent, &added, s, false);
     }
     out
+}
+
+/// `.coord/remote/publishing` locked, shared (waiting for the renewer's moment alone) or alone
+/// (`!shared`: without waiting), `None` when it cannot be: the kernel lock each publication of
+/// this clone holds shared from before it marks its records until it has its answer here (and
+/// has taken its marks back when nothing landed); the renewer takes it alone ([`unpublished`]).
+/// A publication killed lets go of it with its process.
+fn publishing(ws: &Workspace, shared: bool) -> Option<std::fs::File> {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = crate::worktree::shared_root(ws.root());
+    fsutil::ensure_dir(&layout::remote_dir(&dir)).ok()?;
+    let path = layout::remote_publishing(&dir);
+    let (file, meta) = fsutil::open_nofollow(&path, fsutil::Access::ReadWriteOrCreate).ok()?;
+    if shared {
+        file.lock_shared().ok()?;
+    } else {
+        file.try_lock().ok()?;
+    }
+    // The file at the path, not one removed meanwhile: every process locks the same object.
+    let now = std::fs::symlink_metadata(&path).ok()?;
+    ((now.dev(), now.ino()) == (meta.dev(), meta.ino())).then_some(file)
+}
+
+/// Whether the renewer may give back here (or publish again) `agent`'s record `text` of `kind`
+/// (its token `token`) that its read of the remote did not find there: `Some`, the kernel lock
+/// of publications held alone until dropped, when no publication of this clone is under way,
+/// the record still carries its mark and token, and the remote as last read does not show it.
+/// A mark seen while a `coord lock` publishes may be one it takes back when the remote refuses
+/// (a record held before the call, kept here, never published): giving that record back would
+/// take from its agent what it held. A mark still there once no publication runs is a
+/// publication's that landed (the last read shows it) or was killed (the renewer's to settle).
+pub(super) fn unpublished(
+    ws: &Workspace,
+    agent: &AgentId,
+    kind: Kind,
+    text: &str,
+    token: &str,
+) -> Option<std::fs::File> {
+    let alone = publishing(ws, false)?;
+    let mut cache = StateCache::default();
+    let e = held_here(ws, agent.id(), kind, text, &mut cache, &clock::now()).ok()??;
+    if e.field(MARK).is_none() || e.token() != Some(token) {
+        return None;
+    }
+    let shown = remote::view(ws).is_some_and(|v| {
+        (v.claims.iter()).any(|c| {
+            c.mine && c.holder.agent == agent.id() && c.kind == kind && c.pattern.as_str() == text
+        })
+    });
+    (!shown).then_some(alone)
 }
 
 /// Mark our records of what `s` publishes (those of `got` it covers) as published, before the

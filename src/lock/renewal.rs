@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::remote_claim::{LEASE, MARK, held_here, pattern_of};
+use super::remote_claim::{LEASE, MARK, held_here, pattern_of, unpublished};
 use super::{LockEntry, LockState, claim, classify, index};
 use crate::arbiter::MutexGuard;
 use crate::clock::{self, Timestamp};
@@ -342,7 +342,7 @@ fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<
     let mut cache = StateCache::default();
     let here = held_here(ws, agent.id(), h.kind, &h.text, &mut cache, &clock::now())?;
     let still = here.is_some_and(|e| e.state != LockState::Stale && e.token() == Some(&h.token));
-    if !still {
+    if !still || unpublished(ws, agent, h.kind, &h.text, &h.token).is_none() {
         return Ok(());
     }
     let item = match h.kind {
@@ -359,6 +359,9 @@ fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<
 /// The remote refused the renewal of `h`: its record there is gone (taken over by `by`, once
 /// its lease lapsed).
 fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: &str, remote: &str) {
+    let Some(_alone) = unpublished(ws, agent, h.kind, &h.text, &h.token) else {
+        return;
+    };
     let given = match h.kind {
         Kind::Claim => {
             let held = [(h.text.clone(), h.token.clone())];

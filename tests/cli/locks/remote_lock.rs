@@ -845,3 +845,71 @@ fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_its_holder_
         .stderr_has("held by alice on ");
     coord(&t.env, &a, "alice").arg("unlock").ok();
 }
+
+/// Alice holds `src/**` kept to her clone (`--local`) and a published claim (her clone's renewer
+/// runs); bob in another clone claims `src/a/**`. Her `coord lock src/**` to share hers marks it
+/// as published before it asks the remote, which is slow to answer it (its fetch waits 3 s):
+/// her renewer, looking meanwhile, must not take that mark for a claim of hers taken over there.
+/// The remote answers that bob holds it: refused (exit 3), and the claim she held before stays
+/// hers here, with no `claim_lost` in her history. `renewer_slow`: the renewer's reads of the
+/// remote are slow too (it decides once the lock has answered), else only the lock's are (it
+/// decides while the lock publishes).
+fn a_refused_share_while_the_renewer_looks(renewer_slow: bool) {
+    let Some(t) = Team::new(Transport::File) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    std::fs::create_dir_all(a.join("docs")).unwrap();
+    coord(&t.env, &a, "alice").args(["lock", "docs/**"]).ok();
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--local"])
+        .ok();
+    coord(&t.env, &b, "bob").args(["lock", "src/a/**"]).ok();
+    crate::locks::remote::remote(&t.env, &a, "x", &["sync"]).ok();
+    // From now on alice's clone reads the remote slowly: every read while `slow` is there, or
+    // those of a process started with SLOW_FETCH set.
+    let slow = a.join("slow");
+    let pack = t.env.path("slow-upload-pack");
+    let script = format!(
+        "#!/bin/sh\nif [ -e '{}' ] || [ -n \"$SLOW_FETCH\" ]; then sleep 3; fi\nexec git-upload-pack \"$@\"\n",
+        slow.display()
+    );
+    std::fs::write(&pack, script).unwrap();
+    let mut perm = std::fs::metadata(&pack).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&pack, perm).unwrap();
+    let pack = pack.display().to_string();
+    crate::locks::remote::run_git(&a, &["config", "remote.origin.uploadpack", &pack]);
+    if renewer_slow {
+        std::fs::write(&slow, "").unwrap();
+    }
+    coord(&t.env, &a, "alice")
+        .env("SLOW_FETCH", "1")
+        .args(["lock", "src/**", "--no-wait"])
+        .code(3)
+        .stderr_has("held by bob on ");
+    let _ = std::fs::remove_file(&slow);
+    // The renewer's looks meanwhile (each reading the remote) are over.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let claims: Vec<String> = here(&t.env, &a)
+        .claims
+        .iter()
+        .filter_map(|c| c["pattern"].as_str().map(str::to_string))
+        .collect();
+    assert!(claims.contains(&"src/**".to_string()), "{claims:?}");
+    let log = coord(&t.env, &a, "x").args(["log", "--json"]).ok();
+    assert!(!log.stdout.contains("claim_lost"), "{}", log.stdout);
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+    coord(&t.env, &b, "bob").arg("unlock").ok();
+}
+
+#[test]
+fn a_claim_held_before_a_refused_share_is_kept_though_the_renewer_looks_after() {
+    a_refused_share_while_the_renewer_looks(true);
+}
+
+#[test]
+fn a_claim_held_before_a_refused_share_is_kept_though_the_renewer_looks_during() {
+    a_refused_share_while_the_renewer_looks(false);
+}
