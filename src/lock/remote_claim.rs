@@ -154,7 +154,7 @@ pub(super) fn publish(
     out
 }
 
-/// `.coord/remote/publishing` locked, shared (waiting for the renewer's moment alone) or alone
+/// `.coord/remote/publishing` locked, shared (waiting out the renewer's moment alone) or alone
 /// (`!shared`: without waiting), `None` when it cannot be: the kernel lock each publication of
 /// this clone holds shared from before it marks its records until it has its answer here (and
 /// has taken its marks back when nothing landed); the renewer takes it alone ([`unpublished`]).
@@ -166,7 +166,14 @@ fn publishing(ws: &Workspace, shared: bool) -> Option<std::fs::File> {
     let path = layout::remote_publishing(&dir);
     let (file, meta) = fsutil::open_nofollow(&path, fsutil::Access::ReadWriteOrCreate).ok()?;
     if shared {
-        file.lock_shared().ok()?;
+        // The renewer holds it alone for a few file writes; never waited for without end.
+        let deadline = std::time::Instant::now() + crate::arbiter::MUTEX_PATIENCE;
+        while file.try_lock_shared().is_err() {
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     } else {
         file.try_lock().ok()?;
     }
