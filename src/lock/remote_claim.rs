@@ -203,12 +203,16 @@ pub(super) fn unpublished(
     if e.field(MARK).is_none() || e.token() != Some(token) {
         return None;
     }
-    let shown = remote::view(ws).is_some_and(|v| {
+    (!shown_there(ws, agent, kind, text)).then_some(alone)
+}
+
+/// Whether the remote, as last read here, shows `agent`'s record `text` of `kind` (this clone's).
+fn shown_there(ws: &Workspace, agent: &AgentId, kind: Kind, text: &str) -> bool {
+    remote::view(ws).is_some_and(|v| {
         (v.claims.iter()).any(|c| {
             c.mine && c.holder.agent == agent.id() && c.kind == kind && c.pattern.as_str() == text
         })
-    });
-    (!shown).then_some(alone)
+    })
 }
 
 /// Mark our records of what `s` publishes (those of `got` it covers) as published, before the
@@ -247,6 +251,13 @@ fn set_marks(
         [(MARK, ""), (LEASE, "")]
     };
     let _mutex = ws.lock_mutex()?;
+    // A mark taken back (nothing of this call landed) stays on a record the remote as last
+    // read shows as ours: another call of the agent published the same record meanwhile (and
+    // marked it, or is about to): under the mutex, so never between its landing and its mark.
+    let got: Vec<Acquired> = (got.iter())
+        .filter(|a| on || !shown_there(ws, agent, kind(a.claim), &a.file))
+        .cloned()
+        .collect();
     let claims: Vec<(String, String)> = (got.iter())
         .filter(|a| a.claim && s.covers(a))
         .map(|a| (a.file.clone(), a.token.clone()))

@@ -913,3 +913,57 @@ fn a_claim_held_before_a_refused_share_is_kept_though_the_renewer_looks_after() 
 fn a_claim_held_before_a_refused_share_is_kept_though_the_renewer_looks_during() {
     a_refused_share_while_the_renewer_looks(false);
 }
+
+/// Two `coord lock src/**` of alice at once in one session (she held `src/**` here before,
+/// kept to her clone): the first to ask the remote hears that bob holds `src/a/**` (its read
+/// then ends slowly), bob lets go, and the second publishes hers. The first must not take back
+/// the mark of the record the second just published: that record is renewed, so that past its
+/// lease bob is still refused.
+#[test]
+fn a_refused_share_never_takes_back_the_mark_of_the_same_claim_published_meanwhile() {
+    let Some(t) = Team::new(Transport::File) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let session = std::process::id().to_string();
+    let alice = |args: &[&str]| {
+        coord(&t.env, &a, "alice")
+            .env("COORD_SESSION_PID", &session)
+            .env("COORD_SESSION", "s1")
+            .args(args)
+    };
+    alice(&["lock", "src/**", "--local", "--ttl", "3s"]).ok();
+    coord(&t.env, &b, "bob").args(["lock", "src/a/**"]).ok();
+    let pack = t.env.path("slow-upload-pack");
+    let script = "#!/bin/sh\ngit-upload-pack \"$@\"\nrc=$?\nif [ -n \"$SLOW_FETCH\" ]; then sleep 3; fi\nexit $rc\n";
+    std::fs::write(&pack, script).unwrap();
+    let mut perm = std::fs::metadata(&pack).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&pack, perm).unwrap();
+    let pack = pack.display().to_string();
+    crate::locks::remote::run_git(&a, &["config", "remote.origin.uploadpack", &pack]);
+    let first = alice(&["lock", "src/**", "--no-wait", "--ttl", "3s"])
+        .env("SLOW_FETCH", "1")
+        .spawn();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    coord(&t.env, &b, "bob").arg("unlock").ok();
+    alice(&["lock", "src/**", "--no-wait", "--ttl", "3s"])
+        .ok()
+        .stdout_has("shared through `origin`");
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(3), "{first:?}");
+    crate::locks::remote::remote(&t.env, &b, "x", &["sync"]).ok();
+    // Past the lease B counts from when it first saw alice's claim, alice working all along.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    while std::time::Instant::now() < until {
+        alice(&["lock", "src/a/x.rs"]).ok();
+        alice(&["unlock", "src/a/x.rs"]).ok();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a/x.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice on ");
+    alice(&["unlock"]).ok();
+}
