@@ -91,6 +91,8 @@ names! {
     remote_renewer = remote_dir / "renewer";
     /// `.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
     remote_renewer_pid = remote_dir / "renewer.pid";
+    /// `.coord/remote/publishing`: the kernel lock of the publications under way (never deleted).
+    remote_publishing = remote_dir / "publishing";
 }
 
 /// The lease file beside a kernel-mutex file (`mutex` → `mutex.lease`), for network folders.

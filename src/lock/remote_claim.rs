@@ -143,12 +143,76 @@ pub(super) fn publish(
     s: &Sharing,
     got: &[Acquired],
 ) -> Result<Claimed> {
+    // Held from before the marks until they are taken back: the renewer acts on no mark of a
+    // publication under way.
+    let _under_way = publishing(ws, true);
     let added = intend(ws, &req.agent, got, s)?;
     let out = publish_now(ws, req, s);
     if matches!(out, Ok(Claimed::Held(_))) && !added.is_empty() {
         let _ = set_marks(ws, &req.agent, &added, s, false);
     }
     out
+}
+
+/// `.coord/remote/publishing` locked, shared (waiting out the renewer's moment alone) or alone
+/// (`!shared`: without waiting), `None` when it cannot be: the kernel lock each publication of
+/// this clone holds shared from before it marks its records until it has its answer here (and
+/// has taken its marks back when nothing landed); the renewer takes it alone ([`unpublished`]).
+/// A publication killed lets go of it with its process.
+fn publishing(ws: &Workspace, shared: bool) -> Option<std::fs::File> {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = crate::worktree::shared_root(ws.root());
+    fsutil::ensure_dir(&layout::remote_dir(&dir)).ok()?;
+    let path = layout::remote_publishing(&dir);
+    let (file, meta) = fsutil::open_nofollow(&path, fsutil::Access::ReadWriteOrCreate).ok()?;
+    if shared {
+        // The renewer holds it alone for a few file writes; never waited for without end.
+        let deadline = std::time::Instant::now() + crate::arbiter::MUTEX_PATIENCE;
+        while file.try_lock_shared().is_err() {
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    } else {
+        file.try_lock().ok()?;
+    }
+    // The file at the path, not one removed meanwhile: every process locks the same object.
+    let now = std::fs::symlink_metadata(&path).ok()?;
+    ((now.dev(), now.ino()) == (meta.dev(), meta.ino())).then_some(file)
+}
+
+/// Whether the renewer may give back here (or publish again) `agent`'s record `text` of `kind`
+/// (its token `token`) that its read of the remote did not find there: `Some`, the kernel lock
+/// of publications held alone until dropped, when no publication of this clone is under way,
+/// the record still carries its mark and token, and the remote as last read does not show it.
+/// A mark seen while a `coord lock` publishes may be one it takes back when the remote refuses
+/// (a record held before the call, kept here, never published): giving that record back would
+/// take from its agent what it held. A mark still there once no publication runs is a
+/// publication's that landed (the last read shows it) or was killed (the renewer's to settle).
+pub(super) fn unpublished(
+    ws: &Workspace,
+    agent: &AgentId,
+    kind: Kind,
+    text: &str,
+    token: &str,
+) -> Option<std::fs::File> {
+    let alone = publishing(ws, false)?;
+    let mut cache = StateCache::default();
+    let e = held_here(ws, agent.id(), kind, text, &mut cache, &clock::now()).ok()??;
+    if e.field(MARK).is_none() || e.token() != Some(token) {
+        return None;
+    }
+    (!shown_there(ws, agent, kind, text)).then_some(alone)
+}
+
+/// Whether the remote, as last read here, shows `agent`'s record `text` of `kind` (this clone's).
+fn shown_there(ws: &Workspace, agent: &AgentId, kind: Kind, text: &str) -> bool {
+    remote::view(ws).is_some_and(|v| {
+        (v.claims.iter()).any(|c| {
+            c.mine && c.holder.agent == agent.id() && c.kind == kind && c.pattern.as_str() == text
+        })
+    })
 }
 
 /// Mark our records of what `s` publishes (those of `got` it covers) as published, before the
@@ -187,6 +251,13 @@ fn set_marks(
         [(MARK, ""), (LEASE, "")]
     };
     let _mutex = ws.lock_mutex()?;
+    // A mark taken back (nothing of this call landed) stays on a record the remote as last
+    // read shows as ours: another call of the agent published the same record meanwhile (and
+    // marked it, or is about to): under the mutex, so never between its landing and its mark.
+    let got: Vec<Acquired> = (got.iter())
+        .filter(|a| on || !shown_there(ws, agent, kind(a.claim), &a.file))
+        .cloned()
+        .collect();
     let claims: Vec<(String, String)> = (got.iter())
         .filter(|a| a.claim && s.covers(a))
         .map(|a| (a.file.clone(), a.token.clone()))
@@ -419,6 +490,46 @@ pub(super) fn blocker(h: &Held, remote: &str) -> Blocker {
     b
 }
 
+/// Whether this clone's renewer should run and none does: `agent` holds here a claim or lock
+/// marked as published through the clone's remote, and nobody holds the renewer's kernel lock
+/// (the renewer was killed, never started, or the `coord lock` that published was killed
+/// before it started it). Read without the network.
+pub(super) fn renewer_missing(ws: &Workspace, agent: &AgentId) -> bool {
+    let Some(cfg) = remote::config(ws) else {
+        return false;
+    };
+    let root = ws.root();
+    let ours = |e: &LockEntry| e.agent == agent.id() && e.field(MARK) == Some(cfg.remote.as_str());
+    let claimed = claim::read_for(root).is_ok_and(|(all, _)| all.iter().any(|c| ours(&c.entry)));
+    let locked = || {
+        (super::index::entries(root).into_iter())
+            .filter(|(_, holder)| holder == agent.id())
+            .any(|(rel, _)| {
+                (ws.target_from_rel(&rel)).is_ok_and(|t| super::locks_of(&t).iter().any(ours))
+            })
+    };
+    if !claimed && !locked() {
+        return false;
+    }
+    let shared = crate::worktree::shared_root(root);
+    crate::arbiter::lock_mutex_within(&layout::remote_renewer(&shared), Duration::ZERO).is_ok()
+}
+
+/// Start the clone's renewer when `agent` holds records here marked as published and none
+/// runs: every command of the agent that takes a lock (a lock, a write, a run, a note, a hook's
+/// edit) keeps what it holds there renewed, not only a client's hook. Its heartbeat keeps its
+/// records here LIVE, so a claim that nobody renews there would lapse for the other clones
+/// while the agent goes on working under it: two holders.
+fn adopt(ws: &Workspace, agent: &AgentId) {
+    if renewer_missing(ws, agent)
+        && let Ok(mut child) = remote::spawn_detached(ws, &["renewer"])
+    {
+        // Reaped here by a long-lived process (`coord mcp`); a command that ends first leaves
+        // it to init.
+        std::thread::spawn(move || child.wait());
+    }
+}
+
 /// What another clone holds, as last synced from the remote (contract §13), of `targets` (those
 /// `agent` does not hold here already) or of what `claims` would claim: its live claim or shared
 /// lock, as the blocker a claim of another worktree would be.
@@ -436,6 +547,7 @@ pub(super) fn held_elsewhere(
     let (top, _) = crate::worktree::enclosing_repository(ws.root())?;
     let clone = Workspace::at(top.clone());
     let cfg = remote::config(&clone)?;
+    adopt(ws, agent);
     let sub = ws.root().strip_prefix(&top).ok()?.to_string_lossy();
     let at_top = |rel: &str| match sub.as_ref() {
         "" => rel.to_string(),

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::remote_claim::{LEASE, MARK, held_here, pattern_of};
+use super::remote_claim::{LEASE, MARK, held_here, pattern_of, unpublished};
 use super::{LockEntry, LockState, claim, classify, index};
 use crate::arbiter::MutexGuard;
 use crate::clock::{self, Timestamp};
@@ -84,24 +84,7 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
 /// (the renewer was killed, or never started). Read without the network; what a client's hook
 /// asks before it answers, so that an agent that goes on working keeps its claims renewed.
 pub fn missing(ws: &Workspace, agent: &AgentId) -> bool {
-    let Some(cfg) = remote::config(ws) else {
-        return false;
-    };
-    let root = ws.root();
-    let ours = |e: &LockEntry| e.agent == agent.id() && e.field(MARK) == Some(cfg.remote.as_str());
-    let claimed = claim::read_for(root).is_ok_and(|(all, _)| all.iter().any(|c| ours(&c.entry)));
-    let locked = || {
-        (index::entries(root).into_iter())
-            .filter(|(_, holder)| holder == agent.id())
-            .any(|(rel, _)| {
-                (ws.target_from_rel(&rel)).is_ok_and(|t| super::locks_of(&t).iter().any(ours))
-            })
-    };
-    if !claimed && !locked() {
-        return false;
-    }
-    let shared = crate::worktree::shared_root(root);
-    crate::arbiter::lock_mutex_within(&layout::remote_renewer(&shared), Duration::ZERO).is_ok()
+    super::remote_claim::renewer_missing(ws, agent)
 }
 
 /// The renewer's kernel lock, when no other renewer holds it; its pid file written.
@@ -359,7 +342,7 @@ fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<
     let mut cache = StateCache::default();
     let here = held_here(ws, agent.id(), h.kind, &h.text, &mut cache, &clock::now())?;
     let still = here.is_some_and(|e| e.state != LockState::Stale && e.token() == Some(&h.token));
-    if !still {
+    if !still || unpublished(ws, agent, h.kind, &h.text, &h.token).is_none() {
         return Ok(());
     }
     let item = match h.kind {
@@ -376,6 +359,9 @@ fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<
 /// The remote refused the renewal of `h`: its record there is gone (taken over by `by`, once
 /// its lease lapsed).
 fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: &str, remote: &str) {
+    let Some(_alone) = unpublished(ws, agent, h.kind, &h.text, &h.token) else {
+        return;
+    };
     let given = match h.kind {
         Kind::Claim => {
             let held = [(h.text.clone(), h.token.clone())];

@@ -519,6 +519,7 @@ fn a_killed_renewer_is_started_again_by_its_holders_next_hook() {
         .stderr_has("held by alice on ");
     coord(&t.env, &a, "alice").arg("unlock").ok();
 }
+//MARKER
 
 /// A holder killed with `kill -9` (a `coord session` whose claim follows its process): its
 /// clone's renewer sees the claim STALE here and releases it there, so that another clone gets
@@ -799,4 +800,170 @@ fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_held() {
         .code(3)
         .stderr_has("held by alice on ");
     coord(&t.env, &a, "alice").arg("unlock").ok();
+}
+//MARKER
+
+/// As above, but alice goes on working through commands, not a client's hook: she locks a
+/// file of her claim and writes it (`coord lock`, `coord write`), again and again past the
+/// lease. Her clone renews the claim all the same, so that bob in another clone is refused.
+#[test]
+fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_its_holder_runs_commands() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let mode = server_gate(&t);
+    std::fs::write(&mode, "park").unwrap();
+    let mut lock = coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--ttl", "3s"])
+        .spawn();
+    let parked = mode.with_file_name("parked");
+    eventually("alice's push reaches the server", || parked.exists());
+    let killed = Command::new("kill")
+        .args(["-9", &lock.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = lock.wait();
+    std::fs::write(&mode, "pass").unwrap();
+    eventually("alice's claim lands on the remote", || {
+        on_remote(&t, &b) == vec![("src/**".to_string(), "alice".to_string())]
+    });
+    // Past the lease B counts from when it first saw alice's claim, alice working all along.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    while std::time::Instant::now() < until {
+        coord(&t.env, &a, "alice").args(["lock", "src/a/x.rs"]).ok();
+        coord(&t.env, &a, "alice")
+            .args(["unlock", "src/a/x.rs"])
+            .ok();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a/x.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice on ");
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
+
+/// Alice holds `src/**` kept to her clone (`--local`) and a published claim (her clone's renewer
+/// runs); bob in another clone claims `src/a/**`. Her `coord lock src/**` to share hers marks it
+/// as published before it asks the remote, which is slow to answer it (its fetch waits 3 s):
+/// her renewer, looking meanwhile, must not take that mark for a claim of hers taken over there.
+/// The remote answers that bob holds it: refused (exit 3), and the claim she held before stays
+/// hers here, with no `claim_lost` in her history. `renewer_slow`: the renewer's reads of the
+/// remote are slow too (it decides once the lock has answered), else only the lock's are (it
+/// decides while the lock publishes).
+fn a_refused_share_while_the_renewer_looks(renewer_slow: bool) {
+    let Some(t) = Team::new(Transport::File) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    std::fs::create_dir_all(a.join("docs")).unwrap();
+    coord(&t.env, &a, "alice").args(["lock", "docs/**"]).ok();
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--local"])
+        .ok();
+    coord(&t.env, &b, "bob").args(["lock", "src/a/**"]).ok();
+    crate::locks::remote::remote(&t.env, &a, "x", &["sync"]).ok();
+    // From now on alice's clone reads the remote slowly: every read while `slow` is there, or
+    // those of a process started with SLOW_FETCH set.
+    let slow = a.join("slow");
+    let pack = t.env.path("slow-upload-pack");
+    let script = format!(
+        "#!/bin/sh\nif [ -e '{}' ] || [ -n \"$SLOW_FETCH\" ]; then sleep 3; fi\nexec git-upload-pack \"$@\"\n",
+        slow.display()
+    );
+    std::fs::write(&pack, script).unwrap();
+    let mut perm = std::fs::metadata(&pack).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&pack, perm).unwrap();
+    let pack = pack.display().to_string();
+    crate::locks::remote::run_git(&a, &["config", "remote.origin.uploadpack", &pack]);
+    if renewer_slow {
+        std::fs::write(&slow, "").unwrap();
+    }
+    coord(&t.env, &a, "alice")
+        .env("SLOW_FETCH", "1")
+        .args(["lock", "src/**", "--no-wait"])
+        .code(3)
+        .stderr_has("held by bob on ");
+    let _ = std::fs::remove_file(&slow);
+    // The renewer's looks meanwhile (each reading the remote) are over.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let claims: Vec<String> = here(&t.env, &a)
+        .claims
+        .iter()
+        .filter_map(|c| c["pattern"].as_str().map(str::to_string))
+        .collect();
+    assert!(claims.contains(&"src/**".to_string()), "{claims:?}");
+    let log = coord(&t.env, &a, "x").args(["log", "--json"]).ok();
+    assert!(!log.stdout.contains("claim_lost"), "{}", log.stdout);
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+    coord(&t.env, &b, "bob").arg("unlock").ok();
+}
+
+#[test]
+fn a_claim_held_before_a_refused_share_is_kept_though_the_renewer_looks_after() {
+    a_refused_share_while_the_renewer_looks(true);
+}
+
+#[test]
+fn a_claim_held_before_a_refused_share_is_kept_though_the_renewer_looks_during() {
+    a_refused_share_while_the_renewer_looks(false);
+}
+
+/// Two `coord lock src/**` of alice at once in one session (she held `src/**` here before,
+/// kept to her clone): the first to ask the remote hears that bob holds `src/a/**` (its read
+/// then ends slowly), bob lets go, and the second publishes hers. The first must not take back
+/// the mark of the record the second just published: that record is renewed, so that past its
+/// lease bob is still refused.
+#[test]
+fn a_refused_share_never_takes_back_the_mark_of_the_same_claim_published_meanwhile() {
+    let Some(t) = Team::new(Transport::File) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let session = std::process::id().to_string();
+    let alice = |args: &[&str]| {
+        coord(&t.env, &a, "alice")
+            .env("COORD_SESSION_PID", &session)
+            .env("COORD_SESSION", "s1")
+            .args(args)
+    };
+    alice(&["lock", "src/**", "--local", "--ttl", "3s"]).ok();
+    coord(&t.env, &b, "bob").args(["lock", "src/a/**"]).ok();
+    let pack = t.env.path("slow-upload-pack");
+    let script = "#!/bin/sh\ngit-upload-pack \"$@\"\nrc=$?\nif [ -n \"$SLOW_FETCH\" ]; then sleep 3; fi\nexit $rc\n";
+    std::fs::write(&pack, script).unwrap();
+    let mut perm = std::fs::metadata(&pack).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&pack, perm).unwrap();
+    let pack = pack.display().to_string();
+    crate::locks::remote::run_git(&a, &["config", "remote.origin.uploadpack", &pack]);
+    let first = alice(&["lock", "src/**", "--no-wait", "--ttl", "3s"])
+        .env("SLOW_FETCH", "1")
+        .spawn();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    coord(&t.env, &b, "bob").arg("unlock").ok();
+    alice(&["lock", "src/**", "--no-wait", "--ttl", "3s"])
+        .ok()
+        .stdout_has("shared through `origin`");
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(3), "{first:?}");
+    crate::locks::remote::remote(&t.env, &b, "x", &["sync"]).ok();
+    // Past the lease B counts from when it first saw alice's claim, alice working all along.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    while std::time::Instant::now() < until {
+        alice(&["lock", "src/a/x.rs"]).ok();
+        alice(&["unlock", "src/a/x.rs"]).ok();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a/x.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice on ");
+    alice(&["unlock"]).ok();
 }
