@@ -519,7 +519,6 @@ fn a_killed_renewer_is_started_again_by_its_holders_next_hook() {
         .stderr_has("held by alice on ");
     coord(&t.env, &a, "alice").arg("unlock").ok();
 }
-//MARKER
 
 /// A holder killed with `kill -9` (a `coord session` whose claim follows its process): its
 /// clone's renewer sees the claim STALE here and releases it there, so that another clone gets
@@ -759,18 +758,12 @@ fn hook_write(env: &Env, dir: &Path, agent: &str, rel: &str) -> crate::support::
         .ok()
 }
 
-/// Alice's `coord lock src/**` is killed (SIGKILL) while its push of the claim waits at the
-/// server, which then lets it land: the claim is published, and the process that would have
-/// said so here is gone. Alice goes on editing (her next hook): her clone renews the claim, so
-/// that past its lease bob in another clone is still refused, never a second holder.
-#[test]
-fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_held() {
-    let Some(t) = Team::new(Transport::Daemon) else {
-        return;
-    };
-    let a = clone_with_src(&t, "a");
-    let b = clone_with_src(&t, "b");
-    let mode = server_gate(&t);
+/// Clones `a` and `b`; alice's `coord lock src/**` (lease 3 s) in `a` is killed (SIGKILL) while
+/// its push of the claim waits at the server, which then lets it land.
+fn claim_killed_as_its_push_lands(t: &Team) -> (PathBuf, PathBuf) {
+    let a = clone_with_src(t, "a");
+    let b = clone_with_src(t, "b");
+    let mode = server_gate(t);
     std::fs::write(&mode, "park").unwrap();
     let mut lock = coord(&t.env, &a, "alice")
         .args(["lock", "src/**", "--ttl", "3s"])
@@ -785,8 +778,21 @@ fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_held() {
     let _ = lock.wait();
     std::fs::write(&mode, "pass").unwrap();
     eventually("alice's claim lands on the remote", || {
-        on_remote(&t, &b) == vec![("src/**".to_string(), "alice".to_string())]
+        on_remote(t, &b) == vec![("src/**".to_string(), "alice".to_string())]
     });
+    (a, b)
+}
+
+/// Alice's `coord lock src/**` is killed (SIGKILL) while its push of the claim waits at the
+/// server, which then lets it land: the claim is published, and the process that would have
+/// said so here is gone. Alice goes on editing (her next hook): her clone renews the claim, so
+/// that past its lease bob in another clone is still refused, never a second holder.
+#[test]
+fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_held() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let (a, b) = claim_killed_as_its_push_lands(&t);
     let edit = hook_write(&t.env, &a, "alice", "src/a/x.rs");
     assert!(
         crate::clients::hooks::denied("claude", &edit).is_none(),
@@ -801,7 +807,6 @@ fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_held() {
         .stderr_has("held by alice on ");
     coord(&t.env, &a, "alice").arg("unlock").ok();
 }
-//MARKER
 
 /// As above, but alice goes on working through commands, not a client's hook: she locks a
 /// file of her claim and writes it (`coord lock`, `coord write`), again and again past the
@@ -811,25 +816,7 @@ fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_its_holder_
     let Some(t) = Team::new(Transport::Daemon) else {
         return;
     };
-    let a = clone_with_src(&t, "a");
-    let b = clone_with_src(&t, "b");
-    let mode = server_gate(&t);
-    std::fs::write(&mode, "park").unwrap();
-    let mut lock = coord(&t.env, &a, "alice")
-        .args(["lock", "src/**", "--ttl", "3s"])
-        .spawn();
-    let parked = mode.with_file_name("parked");
-    eventually("alice's push reaches the server", || parked.exists());
-    let killed = Command::new("kill")
-        .args(["-9", &lock.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let _ = lock.wait();
-    std::fs::write(&mode, "pass").unwrap();
-    eventually("alice's claim lands on the remote", || {
-        on_remote(&t, &b) == vec![("src/**".to_string(), "alice".to_string())]
-    });
+    let (a, b) = claim_killed_as_its_push_lands(&t);
     // Past the lease B counts from when it first saw alice's claim, alice working all along.
     let until = std::time::Instant::now() + std::time::Duration::from_secs(6);
     while std::time::Instant::now() < until {
