@@ -809,7 +809,7 @@ fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_held() {
 }
 
 /// As above, but alice goes on working through commands, not a client's hook: she locks a
-/// file of her claim and writes it (`coord lock`, `coord write`), again and again past the
+/// file of her claim and gives it back (`coord lock`, `coord unlock`), again and again past the
 /// lease. Her clone renews the claim all the same, so that bob in another clone is refused.
 #[test]
 fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_its_holder_runs_commands() {
