@@ -693,14 +693,20 @@ mod tests {
 
     const T0: &str = "2026-01-28T10:00:00+00:00";
 
-    #[test]
-    fn an_overlapping_live_claim_of_another_clone_refuses_the_whole_request() {
+    /// bob (clone `b`) holds `src/**`, first seen at [`T0`] with a lease of 900 s.
+    fn bob_claims_src(generation: u64) -> (Holder, Claims) {
         let bob = holder("bob", "b");
         let claims = Claims {
             commit: Some("c".into()),
-            generation: 3,
+            generation,
             claims: vec![claim(&bob, "src/**", T0, 900)],
         };
+        (bob, claims)
+    }
+
+    #[test]
+    fn an_overlapping_live_claim_of_another_clone_refuses_the_whole_request() {
+        let (bob, claims) = bob_claims_src(3);
         let me = holder("alice", "a");
         let items = [
             Item::claim(Pattern::parse("docs/").unwrap()),
@@ -725,12 +731,7 @@ mod tests {
 
     #[test]
     fn a_lapsed_lease_is_taken_over_saying_from_whom() {
-        let bob = holder("bob", "b");
-        let claims = Claims {
-            commit: Some("c".into()),
-            generation: 0,
-            claims: vec![claim(&bob, "src/**", T0, 900)],
-        };
+        let (bob, claims) = bob_claims_src(0);
         let me = holder("alice", "a");
         let items = [Item::claim(Pattern::parse("src/a.rs").unwrap())];
         let plan = decide_claim(
@@ -762,12 +763,7 @@ mod tests {
 
     #[test]
     fn a_lease_lapsed_by_a_wall_clock_set_forward_alone_is_not_taken_over() {
-        let bob = holder("bob", "b");
-        let claims = Claims {
-            commit: Some("c".into()),
-            generation: 0,
-            claims: vec![claim(&bob, "src/**", T0, 900)],
-        };
+        let (_, claims) = bob_claims_src(0);
         let me = holder("alice", "a");
         let items = [Item::claim(Pattern::parse("src/a.rs").unwrap())];
         // An hour later by the wall clock, ten seconds later by the clock that does not jump.
@@ -828,12 +824,7 @@ mod tests {
     #[test]
     fn a_renewal_of_a_record_not_there_is_not_given_back_for_a_lapsed_claim_of_another() {
         let alice = holder("alice", "a");
-        let bob = holder("bob", "b");
-        let claims = Claims {
-            commit: Some("c".into()),
-            generation: 0,
-            claims: vec![claim(&bob, "src/**", T0, 900)],
-        };
+        let (bob, claims) = bob_claims_src(0);
         let asked = [Pattern::parse("src/").unwrap()];
         let renew = |now: &str, steady: u64| {
             let plan = decide_own(
