@@ -244,6 +244,12 @@ pub fn others(root: &Path) -> Vec<Tree> {
     trees(root).split_off(1)
 }
 
+/// The top level of every work tree sharing the workspace at `root`, `root`'s first.
+pub fn tops(root: &Path) -> Vec<PathBuf> {
+    let others = others(root).into_iter().map(|t| t.top);
+    std::iter::once(root.to_path_buf()).chain(others).collect()
+}
+
 /// Every work tree of `top`'s repository, whatever workspace each one is, `top` first.
 pub fn repository_tops(top: &Path) -> Vec<PathBuf> {
     let mut all = vec![top.to_path_buf()];

@@ -5,7 +5,7 @@ use std::path::Path;
 use clap::Args;
 
 use coord::error::Refusal;
-use coord::lock::claim::{self, Which};
+use coord::lock::claim::Which;
 use coord::lock::{self, LockState, Release, ReleaseOutcome};
 use coord::workspace::{AgentId, Workspace};
 use coord::{Error, ExitCode};
@@ -65,7 +65,7 @@ pub fn release(
     };
     if !patterns.is_empty() {
         let which = Which::Patterns(&patterns, force);
-        results.extend(claim::release(ws, agent, which, true)?);
+        results.extend(lock::release_claims(ws, agent, which, true)?);
     }
     super::remote::start_sync_if_working_on_changed(ws);
     Ok(results)

@@ -139,7 +139,7 @@ pub fn run(
     let release = || -> Result<Vec<lock::Release>> {
         // Both, whatever the first does.
         let claims =
-            lock::claim::release(ws, &req.agent, lock::claim::Which::Tokens(&claimed), true);
+            lock::release_claims(ws, &req.agent, lock::claim::Which::Tokens(&claimed), true);
         let locks = lock::release_tokens(ws, &req.agent, &held, true);
         let mut out = claims?;
         out.extend(locks?);

@@ -5,10 +5,10 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use tempfile::{NamedTempFile, TempPath};
 
+use super::raw::on_network_fs;
 use super::{Access, open_nofollow, parent_of, sync_dir};
 use crate::error::{IoResultExt, Result};
 use crate::{host, layout};
@@ -284,18 +284,6 @@ pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
         let _ = super::raw::remove_file(path);
     })?;
     Ok(true)
-}
-
-static NETWORK_FS: AtomicBool = AtomicBool::new(false);
-
-/// Whether this process works on a network filesystem (see [`mark_network_fs`]).
-pub(super) fn on_network_fs() -> bool {
-    NETWORK_FS.load(Ordering::Relaxed)
-}
-
-/// From now on, publish files as network filesystems need (closed, renamed again while busy).
-pub fn mark_network_fs() {
-    NETWORK_FS.store(true, Ordering::Relaxed);
 }
 
 /// [`persist`], then fsync of the folder, so the new content survives a crash.

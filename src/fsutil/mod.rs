@@ -21,13 +21,14 @@ pub use append::{
     append_line_rotating, finish_append, finish_appends, sync_file,
 };
 pub use atomic::{
-    copy_replace, copy_to_temp, create_new, create_new_held, mark_network_fs, persist,
-    persist_durable, persist_new, replace, replace_durable, replace_staged, spool, temp_in,
+    copy_replace, copy_to_temp, create_new, create_new_held, persist, persist_durable, persist_new,
+    replace, replace_durable, replace_staged, spool, temp_in,
 };
 pub use entry::{
     empty_marker, ensure_dir, make_executable, remove, remove_tree, rename, rewrite_in_place,
     set_mtime_epoch, sync_dir, touch, touch_if_same,
 };
+pub use raw::mark_network_fs;
 pub use read::{
     RECORD_CAP, Stat, forget_cached_pages, if_found, linked_ancestor, linked_state_folder,
     list_names, mtime, ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,

@@ -6,8 +6,21 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::read::refuse_linked;
+
+static NETWORK_FS: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process works on a network filesystem (see [`mark_network_fs`]).
+pub(super) fn on_network_fs() -> bool {
+    NETWORK_FS.load(Ordering::Relaxed)
+}
+
+/// From now on, publish files as network filesystems need (closed, renamed again while busy).
+pub fn mark_network_fs() {
+    NETWORK_FS.store(true, Ordering::Relaxed);
+}
 
 /// `link(2)`: `to` names the file at `from`; fails when `to` exists, never replaces.
 pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
@@ -108,7 +121,7 @@ pub fn no_hard_links(e: &io::Error) -> bool {
 
 /// `op`, tried again while it fails with `EBUSY` on a network filesystem.
 fn while_busy<T>(op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    retry(|e| is_busy(e) && super::atomic::on_network_fs(), op)
+    retry(|e| is_busy(e) && on_network_fs(), op)
 }
 
 /// `op`, tried again for up to 3 s (pauses from 0.5 ms doubling to 20 ms) while `passing` says

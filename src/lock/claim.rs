@@ -7,8 +7,7 @@
 
 use std::path::Path;
 
-use super::release::held_elsewhere;
-use super::remote_claim::{self, Marked};
+use super::release::{Here, Marked, held_elsewhere};
 use super::{LockEntry, Release, ReleaseOutcome, classify};
 use crate::clock::{self, Timestamp};
 use crate::error::{IoResultExt, Result};
@@ -151,20 +150,6 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     format!("{} (claim `{}`{place})", e.holder(), e.file)
 }
 
-/// Release `agent`'s claims `which` names; with `record`, in the history and on the remote too.
-pub fn release(
-    ws: &Workspace,
-    agent: &crate::workspace::AgentId,
-    which: Which<'_>,
-    record: bool,
-) -> Result<Vec<Release>> {
-    let (mut out, marked) = release_here(ws, agent, which, record)?;
-    if record {
-        remote_claim::release(ws, agent, &marked, &mut out);
-    }
-    Ok(out)
-}
-
 /// Which claims a release gives back.
 pub enum Which<'a> {
     /// All ours.
@@ -183,7 +168,7 @@ pub(super) fn release_here(
     agent: &crate::workspace::AgentId,
     which: Which<'_>,
     record: bool,
-) -> Result<(Vec<Release>, Vec<Marked>)> {
+) -> Result<Here> {
     let root = ws.root();
     let nothing = match which {
         Which::All => !layout::claims_file(&crate::worktree::shared_root(root)).exists(),

@@ -87,7 +87,7 @@ pub(super) fn gone(root: &Path) -> Vec<(String, String)> {
     if entries.is_empty() {
         return entries;
     }
-    let tops = super::scan::tops(root);
+    let tops = crate::worktree::tops(root);
     (entries.into_iter())
         .filter(|(rel, agent)| {
             tops.iter().all(|top| {

@@ -8,6 +8,7 @@
 
 mod acquire;
 pub mod backup;
+mod blocker;
 pub mod claim;
 pub mod deadlock;
 mod events;
@@ -16,22 +17,22 @@ mod judge;
 pub mod queue;
 mod release;
 mod remote_claim;
-pub mod renewal;
+mod request;
 mod scan;
 
-pub use acquire::{
-    Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
-    TakeOver, acquire, format_since, seen_holder, set_runs_in, since_text, working_text,
-};
+pub use acquire::{acquire, seen_holder};
+pub use blocker::{Blocker, Follows, format_since, since_text, working_text};
 pub use index::{entries as indexed, forget_gone};
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
-    Fence, Release, ReleaseOutcome, holds_fence, own_fence, own_token, release, release_all,
-    release_tokens, session_locks,
+    Fence, Release, ReleaseOutcome, RemoteRelease, holds_fence, own_fence, own_token, session_locks,
 };
+pub use remote_claim::renewal;
 pub use remote_claim::{
-    REREAD, Reach, RemoteRelease, leave_releases_to_renewer, releases_left,
-    take_warnings as remote_warnings,
+    REREAD, Reach, leave_releases_to_renewer, releases_left, take_warnings as remote_warnings,
+};
+pub use request::{
+    Acquired, Acquisition, ClientSession, LockEvent, LockRequest, Owner, TakeOver, set_runs_in,
 };
 #[cfg(test)]
 pub(crate) use scan::folder_listings;
@@ -40,6 +41,70 @@ pub use scan::{
     HandMade, locks_of, locks_of_each, scan_judged, scan_tree, try_locks_each, unreadable,
 };
 use scan::{list_locks_each, own_locks_listed};
+
+/// Release `agent`'s locks on `targets` (with `None`: every lock it holds, hand-made ones found
+/// by a walk, and its claims), then, on the remote, the records of those published there.
+pub fn release(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: Option<&[Target]>,
+    force: bool,
+) -> Result<Vec<Release>> {
+    let here = release::release(ws, agent, targets, force)?;
+    with_claims_then_remote(ws, agent, here, targets.is_none())
+}
+
+/// Release every lock and claim `agent` took through coord, from the index and presence (no
+/// walk), then, on the remote, the records of those published there.
+pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
+    let here = release::release_all(ws, agent)?;
+    with_claims_then_remote(ws, agent, here, true)
+}
+
+/// Release locks this process took, by compare-and-delete of their tokens; with `record`, in
+/// the history and on the remote too.
+pub fn release_tokens(
+    ws: &Workspace,
+    agent: &AgentId,
+    held: &[(Target, String)],
+    record: bool,
+) -> Result<Vec<Release>> {
+    let here = release::release_tokens(ws, agent, held, record)?;
+    with_claims_then_remote(ws, agent, here, false)
+}
+
+/// Release `agent`'s claims `which` names; with `record`, in the history and on the remote too.
+pub fn release_claims(
+    ws: &Workspace,
+    agent: &AgentId,
+    which: claim::Which<'_>,
+    record: bool,
+) -> Result<Vec<Release>> {
+    let (out, marked) = claim::release_here(ws, agent, which, record)?;
+    with_claims_then_remote(
+        ws,
+        agent,
+        (out, if record { marked } else { Vec::new() }),
+        false,
+    )
+}
+
+/// The steps of a release after the locks here: `agent`'s claims (`claims`), then the remote
+/// step, which gives back there the records published of all that was released here.
+fn with_claims_then_remote(
+    ws: &Workspace,
+    agent: &AgentId,
+    (mut out, mut marked): release::Here,
+    claims: bool,
+) -> Result<Vec<Release>> {
+    if claims {
+        let (more, marks) = claim::release_here(ws, agent, claim::Which::All, true)?;
+        out.extend(more);
+        marked.extend(marks);
+    }
+    remote_claim::release(ws, agent, &marked, &mut out);
+    Ok(out)
+}
 
 /// What this clone's agents edit now (`working_on` on the remote): their indexed locks, sorted.
 pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {
@@ -71,6 +136,13 @@ use crate::clock::{self, Timestamp};
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 use crate::record::Record;
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// The key that marks a record published on the remote (its value: the remote's name).
+const MARK: &str = "remote";
+
+/// The key beside [`MARK`]: the lease it was published with (what the renewer renews it by).
+const LEASE: &str = "remote_lease";
 
 /// The TTL of a lock when none is given.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
@@ -261,7 +333,7 @@ pub(crate) fn follows_other_process(m: &LockEntry, owner: Option<u32>) -> bool {
     }
     // Taken in the client session we run in (Codex's sandbox hides our ancestors).
     if let Some((client, session)) = m.client_session()
-        && acquire::runs_in().is_some_and(|c| c.client == client && c.session == session)
+        && request::runs_in().is_some_and(|c| c.client == client && c.session == session)
     {
         return false;
     }

@@ -7,10 +7,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::remote_claim::{self, Marked, RemoteRelease};
 use super::scan::{Listing, lookup_roster};
 use super::{
-    LockEntry, LockState, classify, follows_other_process, index, list_locks_each,
+    LockEntry, LockState, MARK, classify, follows_other_process, index, list_locks_each,
     own_locks_listed, scan_tree, take_over,
 };
 use crate::clock;
@@ -20,6 +19,7 @@ use crate::fsutil;
 use crate::host;
 use crate::layout;
 use crate::presence::{self, LockStatus, StateCache};
+use crate::remote::Kind;
 use crate::wait::handoff;
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -75,13 +75,49 @@ impl Release {
     }
 }
 
+/// What became of the record of a released claim (or shared lock) on the remote.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RemoteRelease {
+    /// The remote.
+    pub remote: String,
+    /// Whether its record there is gone (`false`: it stays until its lease lapses).
+    pub released: bool,
+    /// Why it could not be released there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// A record given back here that was published on the remote (it carried [`MARK`]): the
+/// remote step of the release ([`super::remote_claim`]) gives it back there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Marked {
+    pub(super) kind: Kind,
+    pub(super) text: String,
+}
+
+impl Marked {
+    /// The mark of `e` (a claim when `claim`), when it carries one.
+    pub(super) fn of(e: &LockEntry, claim: bool) -> Option<Marked> {
+        e.field(MARK)?;
+        let kind = if claim { Kind::Claim } else { Kind::Lock };
+        Some(Marked {
+            kind,
+            text: e.file.clone(),
+        })
+    }
+}
+
+/// A release done here: what became of each file, and the records of those published on the
+/// remote (none when the release is not recorded), for the remote step.
+pub(super) type Here = (Vec<Release>, Vec<Marked>);
+
 /// Release `agent`'s locks on `targets` (all its locks when `None`, hand-made ones by a walk).
-pub fn release(
+pub(super) fn release(
     ws: &Workspace,
     agent: &AgentId,
     targets: Option<&[Target]>,
     force: bool,
-) -> Result<Vec<Release>> {
+) -> Result<Here> {
     // Refused before the walk below.
     ws.require_arbitration()?;
     match targets {
@@ -94,8 +130,8 @@ pub fn release(
     }
 }
 
-/// Release every lock and claim `agent` took through coord, from the index and presence (no walk).
-pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
+/// Release every lock `agent` took through coord, from the index and presence (no walk).
+pub(super) fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Here> {
     let targets = held_targets(ws, agent, std::iter::empty());
     release_files(ws, agent, targets, false, true)
 }
@@ -129,14 +165,15 @@ pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(
         .collect()
 }
 
-/// [`release`] of `targets` (`all`: its claims too), then of those published, on the remote.
+/// [`release`] of `targets` (`all`: every lock of `agent`'s; index entries left by killed
+/// processes swept too).
 fn release_files(
     ws: &Workspace,
     agent: &AgentId,
     targets: Vec<Target>,
     force: bool,
     all: bool,
-) -> Result<Vec<Release>> {
+) -> Result<Here> {
     let mutex = ws.lock_mutex()?;
     if all {
         // Entries left by processes killed between an entry and its lock file.
@@ -188,13 +225,7 @@ fn release_files(
     remove_ours(ws, agent, &g.ours)?;
     super::events::released(ws.root(), agent, &out);
     drop(mutex);
-    if all {
-        let (claims, more) = super::claim::release_here(ws, agent, super::claim::Which::All, true)?;
-        out.extend(claims);
-        g.marked.extend(more);
-    }
-    remote_claim::release(ws, agent, &g.marked, &mut out);
-    Ok(out)
+    Ok((out, g.marked))
 }
 
 /// What a release gathers: our lock files to remove, those published, and all those done.
@@ -252,12 +283,12 @@ pub(super) fn held_elsewhere(e: &LockEntry) -> Option<ReleaseOutcome> {
 }
 
 /// Release locks this process took, by compare-and-delete of their tokens; `record`: in history.
-pub fn release_tokens(
+pub(super) fn release_tokens(
     ws: &Workspace,
     agent: &AgentId,
     held: &[(Target, String)],
     record: bool,
-) -> Result<Vec<Release>> {
+) -> Result<Here> {
     let mutex = ws.lock_mutex()?;
     let mut out = Vec::with_capacity(held.len());
     let mut g = Gathered::default();
@@ -281,10 +312,7 @@ pub fn release_tokens(
         handoff::let_go(&layout::lock_file(&target.abs, agent.id()));
     }
     removed?;
-    if record {
-        remote_claim::release(ws, agent, &g.marked, &mut out);
-    }
-    Ok(out)
+    Ok((out, if record { g.marked } else { Vec::new() }))
 }
 
 /// The token of `agent`'s lock on `target`, when it holds one.

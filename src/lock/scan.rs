@@ -182,7 +182,7 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
 
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
 pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
-    let tops = tops(ws.root());
+    let tops = crate::worktree::tops(ws.root());
     let walked = scan_folder(&tops, "");
     with_indexed(ws, &tops, walked)
 }
@@ -202,12 +202,6 @@ fn with_indexed(ws: &Workspace, tops: &[PathBuf], mut found: Vec<LockEntry>) -> 
     found.sort_by_key(|e| (e.file.clone(), e.agent.clone(), e.lock_path.clone()));
     found.dedup_by(|a, b| a.lock_path == b.lock_path);
     found
-}
-
-/// The top level of every work tree sharing the workspace of `root`, `root` first.
-pub(super) fn tops(root: &Path) -> Vec<PathBuf> {
-    let others = crate::worktree::others(root).into_iter().map(|t| t.top);
-    std::iter::once(root.to_path_buf()).chain(others).collect()
 }
 
 /// The lock files under `rel_dir` (empty: all) in each work tree of `tops`, relative to it.
@@ -371,7 +365,7 @@ pub fn scan_judged(
     let mut entries = match hand {
         HandMade::Walk => scan_tree(ws),
         HandMade::AtHand(presences) => {
-            let tops = tops(ws.root());
+            let tops = crate::worktree::tops(ws.root());
             let found = tops.iter().flat_map(|t| at_hand(t, presences)).collect();
             with_indexed(ws, &tops, found)
         }

@@ -8,12 +8,12 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::super::scan::{Listing, lookup_roster, scan_folder, tops};
+use super::super::blocker::{blocker_of, claim_blocker};
+use super::super::scan::{Listing, lookup_roster, scan_folder};
 use super::super::{
     LockEntry, LockState, claim, classify, follows_other_process, index, join_roster,
     list_locks_each, own_locks_listed, remote_claim, take_over,
 };
-use super::blocker::{blocker_of, claim_blocker};
 use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver, Tries};
 use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp};
@@ -280,7 +280,7 @@ impl<'a> Try<'a> {
             .filter_map(|(rel, _)| ws.target_from_rel(rel).ok())
             .flat_map(|t| super::super::locks_of(&t))
             .collect();
-        let walked = scan_folder(&tops(ws.root()), &want.literal_prefix());
+        let walked = scan_folder(&crate::worktree::tops(ws.root()), &want.literal_prefix());
         found.extend(walked.into_iter().filter(|e| want.matches(&e.file)));
         let mut seen = HashSet::new();
         found.retain(|e| e.agent != me && seen.insert(e.lock_path.clone()));

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::super::{LockEntry, claim};
+use super::{LockEntry, claim};
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Refusal};
 use crate::host;

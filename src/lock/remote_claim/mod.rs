@@ -2,14 +2,16 @@
 //! remote, a claim, and a file lock taken with `--share`, is published there before `coord lock`
 //! answers, and released there when it is released here.
 
+pub mod renewal;
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde::Serialize;
-
-use super::acquire::{Acquired, Blocker, LockRequest, TakeOver};
-use super::{LockEntry, LockState, Release, ReleaseOutcome, claim, classify};
+use super::blocker::Blocker;
+use super::release::{Marked, RemoteRelease};
+use super::request::{Acquired, LockRequest, TakeOver};
+use super::{LEASE, LockEntry, LockState, MARK, Release, ReleaseOutcome, claim, classify};
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Result};
 use crate::fsutil;
@@ -20,12 +22,6 @@ use crate::record::Record;
 use crate::remote::{self, Claimed, Held, Item, Kind, Published};
 use crate::wait::Deadline;
 use crate::workspace::{AgentId, Target, Workspace};
-
-/// The key that marks a record published on the remote (its value: the remote's name).
-pub(super) const MARK: &str = "remote";
-
-/// The key beside [`MARK`]: the lease it was published with (what the renewer renews it by).
-pub(super) const LEASE: &str = "remote_lease";
 
 /// How often a request held by another clone reads the remote again while it waits.
 pub const REREAD: Duration = Duration::from_secs(2);
@@ -372,7 +368,7 @@ pub(super) fn withdraw(ws: &Workspace, agent: &AgentId, got: &[Acquired]) {
         let _ = super::release::release_tokens(ws, agent, &locks, false);
     }
     if !claims.is_empty() {
-        let _ = claim::release(ws, agent, claim::Which::Tokens(&claims), false);
+        let _ = claim::release_here(ws, agent, claim::Which::Tokens(&claims), false);
     }
 }
 
@@ -664,36 +660,6 @@ pub(super) fn wait_free(ws: &Workspace, agent: &AgentId, s: &Sharing, deadline: 
         if !in_the_way {
             return;
         }
-    }
-}
-
-/// What became of the record of a released claim (or shared lock) on the remote.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct RemoteRelease {
-    /// The remote.
-    pub remote: String,
-    /// Whether its record there is gone (`false`: it stays until its lease lapses).
-    pub released: bool,
-    /// Why it could not be released there.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub warning: Option<String>,
-}
-
-/// A record given back here that was published on the remote (it carried [`MARK`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Marked {
-    kind: Kind,
-    text: String,
-}
-
-impl Marked {
-    /// The mark of `e` (a claim when `claim`), when it carries one.
-    pub(super) fn of(e: &LockEntry, claim: bool) -> Option<Marked> {
-        e.field(MARK)?;
-        Some(Marked {
-            kind: kind(claim),
-            text: e.file.clone(),
-        })
     }
 }
 

@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::remote_claim::{LEASE, MARK, held_here, pattern_of, unpublished};
-use super::{LockEntry, LockState, claim, classify, index};
+use super::{held_here, pattern_of, unpublished};
 use crate::arbiter::MutexGuard;
 use crate::clock::{self, Timestamp};
 use crate::error::Result;
 use crate::fsutil;
 use crate::host;
 use crate::layout;
+use crate::lock::{LEASE, LockEntry, LockState, MARK, claim, classify, index};
 use crate::pattern::Pattern;
 use crate::presence::StateCache;
 use crate::remote::{self, Claimed, Item, Kind, Outcome, RemoteClaim};
@@ -84,7 +84,7 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
 /// (the renewer was killed, or never started). Read without the network; what a client's hook
 /// asks before it answers, so that an agent that goes on working keeps its claims renewed.
 pub fn missing(ws: &Workspace, agent: &AgentId) -> bool {
-    super::remote_claim::renewer_missing(ws, agent)
+    super::renewer_missing(ws, agent)
 }
 
 /// The renewer's kernel lock, when no other renewer holds it; its pid file written.
@@ -325,7 +325,7 @@ fn marked_here(
         let Ok(target) = ws.target_from_rel(&rel) else {
             continue;
         };
-        let mut found: Vec<LockEntry> = (super::locks_of(&target).into_iter())
+        let mut found: Vec<LockEntry> = (crate::lock::locks_of(&target).into_iter())
             .filter(|e| e.agent == agent && ours(e))
             .collect();
         classify(root, &mut found, cache, now);
@@ -365,22 +365,22 @@ fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: &str, remote: &str) {
     let given = match h.kind {
         Kind::Claim => {
             let held = [(h.text.clone(), h.token.clone())];
-            claim::release(ws, agent, claim::Which::Tokens(&held), false)
+            claim::release_here(ws, agent, claim::Which::Tokens(&held), false)
         }
         Kind::Lock => {
             let Ok(target): Result<Target> = ws.target_from_rel(&h.text) else {
                 return;
             };
-            super::release::release_tokens(ws, agent, &[(target, h.token.clone())], false)
+            crate::lock::release::release_tokens(ws, agent, &[(target, h.token.clone())], false)
         }
     };
-    let released = given.is_ok_and(|out| {
+    let released = given.is_ok_and(|(out, _)| {
         out.iter()
-            .any(|r| r.outcome == super::ReleaseOutcome::Released)
+            .any(|r| r.outcome == crate::lock::ReleaseOutcome::Released)
     });
     let claim = h.kind == Kind::Claim;
     if released {
-        super::events::remote_lost(ws.root(), agent.id(), claim, &h.text, by, remote);
+        crate::lock::events::remote_lost(ws.root(), agent.id(), claim, &h.text, by, remote);
     }
 }
 
