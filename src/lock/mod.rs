@@ -30,6 +30,7 @@ pub use release::{
 pub use remote_claim::renewal;
 pub use remote_claim::{
     REREAD, Reach, leave_releases_to_renewer, releases_left, take_warnings as remote_warnings,
+    working_on,
 };
 pub use request::{
     Acquired, Acquisition, ClientSession, LockEvent, LockRequest, Owner, TakeOver, set_runs_in,
@@ -41,6 +42,17 @@ pub use scan::{
     HandMade, locks_of, locks_of_each, scan_judged, scan_tree, try_locks_each, unreadable,
 };
 use scan::{list_locks_each, own_locks_listed};
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock::{self, Timestamp};
+use crate::error::{Error, IoResultExt, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::record::Record;
+use crate::workspace::{AgentId, Target, Workspace};
 
 /// Release `agent`'s locks on `targets` (with `None`: every lock it holds, hand-made ones found
 /// by a walk, and its claims), then, on the remote, the records of those published there.
@@ -105,38 +117,6 @@ fn with_claims_then_remote(
     remote_claim::release(ws, agent, &marked, &mut out);
     Ok(out)
 }
-
-/// What this clone's agents edit now (`working_on` on the remote): their indexed locks, sorted.
-pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {
-    let gone = index::gone(ws.root());
-    let mut by_agent: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (rel, agent) in index::entries(ws.root()) {
-        if !gone.contains(&(rel.clone(), agent.clone())) && !rel.chars().any(char::is_control) {
-            by_agent.entry(agent).or_default().insert(rel);
-        }
-    }
-    (by_agent.into_iter())
-        .map(|(agent, files)| {
-            let working_on = files.into_iter().take(crate::remote::record::MAX_PATHS);
-            crate::remote::AgentWork {
-                agent,
-                working_on: working_on.collect(),
-            }
-        })
-        .collect()
-}
-
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use serde::Serialize;
-
-use crate::clock::{self, Timestamp};
-use crate::error::{Error, IoResultExt, Result};
-use crate::fsutil::{self, RECORD_CAP};
-use crate::record::Record;
-use crate::workspace::{AgentId, Target, Workspace};
 
 /// The key that marks a record published on the remote (its value: the remote's name).
 const MARK: &str = "remote";

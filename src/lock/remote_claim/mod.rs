@@ -4,6 +4,7 @@
 
 pub mod renewal;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -640,7 +641,7 @@ pub(super) fn wait_free(ws: &Workspace, agent: &AgentId, s: &Sharing, deadline: 
         if crate::wait::stop_requested().is_some() || deadline.passed() {
             return;
         }
-        let Ok(view) = remote::sync(ws, &super::working_on(ws)) else {
+        let Ok(view) = remote::sync(ws, &working_on(ws)) else {
             return;
         };
         let now = clock::now();
@@ -757,4 +758,24 @@ fn lease_ends(ws: &Workspace, agent: &AgentId, marked: &[Marked]) -> String {
         .max()
         .map(|t| format!(" (at {})", short_time(&t)))
         .unwrap_or_default()
+}
+
+/// What this clone's agents edit now (`working_on` on the remote): their indexed locks, sorted.
+pub fn working_on(ws: &Workspace) -> Vec<crate::remote::AgentWork> {
+    let gone = super::index::gone(ws.root());
+    let mut by_agent: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (rel, agent) in super::index::entries(ws.root()) {
+        if !gone.contains(&(rel.clone(), agent.clone())) && !rel.chars().any(char::is_control) {
+            by_agent.entry(agent).or_default().insert(rel);
+        }
+    }
+    (by_agent.into_iter())
+        .map(|(agent, files)| {
+            let working_on = files.into_iter().take(crate::remote::record::MAX_PATHS);
+            crate::remote::AgentWork {
+                agent,
+                working_on: working_on.collect(),
+            }
+        })
+        .collect()
 }
