@@ -179,8 +179,10 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT), owner.as_ref());
     // A release left to the renewer, or published records with no renewer running (it was
     // killed): started, so that what this clone holds there is released or renewed in time.
-    if coord::lock::releases_left() || coord::lock::renewal::missing(&ws, &agent) {
+    if coord::lock::releases_left() {
         super::remote::start_renewer(&ws);
+    } else {
+        super::remote::keep_renewed(&ws, &agent);
     }
     // Only the locks before an edit and the releases at a stop or a session's end change what
     // this clone works on.

@@ -72,6 +72,7 @@ pub fn refresh(
         presence::write(ws.root(), agent, update)?
     };
     coord::workspace::nested::register(ws.root());
+    super::remote::keep_renewed(ws, agent);
     Ok(agent_view(&written, &coord::clock::now()))
 }
 

@@ -10,7 +10,7 @@ use coord::error::Refusal;
 use coord::lock::renewal;
 use coord::pattern::Pattern;
 use coord::remote::{self, AgentWork, Claimed, Item, Outcome, View};
-use coord::workspace::Workspace;
+use coord::workspace::{AgentId, Workspace};
 use coord::{Error, ExitCode};
 
 use super::Ctx;
@@ -484,6 +484,15 @@ pub fn start_renewer(ws: &Workspace) {
         output::diag(&format!(
             "warning: cannot start the renewer of this clone's remote claims ({e}): they hold until their lease lapses unless `coord lock` runs again"
         ));
+    }
+}
+
+/// Start the renewer when `agent` holds records marked as published and none runs (it was
+/// killed): what keeps an agent LIVE here (a heartbeat, a client's hook) keeps what it holds
+/// there renewed too, else its claim would lapse for the other clones while it works under it.
+pub fn keep_renewed(ws: &Workspace, agent: &AgentId) {
+    if coord::lock::renewal::missing(ws, agent) {
+        start_renewer(ws);
     }
 }
 

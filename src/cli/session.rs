@@ -73,6 +73,7 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         if let Err(e) = stamp::heartbeat(&ws, &agent, &session_id) {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }
+        super::remote::keep_renewed(&ws, &agent);
     };
     let name = program.to_string_lossy();
     let status = match start_forwarding(&mut command, &signals, (interval, beat), true) {

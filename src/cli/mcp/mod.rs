@@ -202,10 +202,11 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(interval);
-            if let Stage::Serving(host) = &*life.state()
-                && let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session)
-            {
-                output::diag(&format!("warning: heartbeat failed: {e}"));
+            if let Stage::Serving(host) = &*life.state() {
+                if let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session) {
+                    output::diag(&format!("warning: heartbeat failed: {e}"));
+                }
+                super::remote::keep_renewed(&life.ws, &host.agent);
             }
         }
     });

@@ -56,11 +56,12 @@ fn a_view_read_on_a_clock_since_set_back_is_read_again() {
     coord(&t.env, &a, "alice").arg("unlock").ok();
 }
 
-/// `kill -9` of the process whose id `pid_file` holds.
-fn kill_from(pid_file: &Path) {
+/// `kill -9` of the renewer of clone `a`, once it says its pid; returned once it is dead, not
+/// only signalled (its kernel lock free).
+fn kill_renewer(a: &Path) -> String {
     let mut pid = String::new();
     eventually("the renewer says its pid", || {
-        pid = std::fs::read_to_string(pid_file).unwrap_or_default();
+        pid = std::fs::read_to_string(a.join(".coord/remote/renewer.pid")).unwrap_or_default();
         !pid.trim().is_empty()
     });
     let killed = Command::new("kill")
@@ -68,6 +69,9 @@ fn kill_from(pid_file: &Path) {
         .status()
         .unwrap();
     assert!(killed.success());
+    let lock = std::fs::File::open(a.join(".coord/remote/renewer")).unwrap();
+    eventually("the killed renewer is gone", || lock.try_lock().is_ok());
+    pid.trim().to_string()
 }
 
 /// Alice claims `src/**` (lease 4 s) in clone A while A's clock runs an hour ahead; B reads it
@@ -87,18 +91,12 @@ fn a_claim_published_on_a_clock_since_set_back_is_renewed_in_time() {
         .ok();
     remote(&t.env, &b, "x", &["sync"]).ok();
     // The renewer started on the clock that ran ahead (frozen there) is gone; alice heartbeats
-    // on the clock set right, and her clone's renewer runs on it.
-    let pid_file = a.join(".coord/remote/renewer.pid");
-    kill_from(&pid_file);
+    // on the clock set right, which starts her clone's renewer again, on it.
+    let killed = kill_renewer(&a);
     coord(&t.env, &a, "alice").arg("presence").ok();
-    let mut renewer = remote(&t.env, &a, "x", &["renewer"]).spawn();
     eventually("the renewer on the clock set right runs", || {
-        if renewer.try_wait().unwrap().is_some() {
-            // The killed one still held its lock: start it again.
-            renewer = remote(&t.env, &a, "x", &["renewer"]).spawn();
-            return false;
-        }
-        std::fs::read_to_string(&pid_file).is_ok_and(|p| p.trim() == renewer.id().to_string())
+        let now = std::fs::read_to_string(a.join(".coord/remote/renewer.pid")).unwrap_or_default();
+        !now.trim().is_empty() && now.trim() != killed
     });
     // Past the 4 s B counts from when it first saw alice's claim.
     std::thread::sleep(Duration::from_secs(6));
@@ -107,8 +105,6 @@ fn a_claim_published_on_a_clock_since_set_back_is_renewed_in_time() {
         .code(3)
         .stderr_has("held by alice on ");
     coord(&t.env, &a, "alice").arg("unlock").ok();
-    let _ = renewer.kill();
-    let _ = renewer.wait();
 }
 
 /// Alice in clone A holds `src/**` (a 15-minute lease, renewed well inside it); clone B reads

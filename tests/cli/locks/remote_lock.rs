@@ -480,6 +480,32 @@ fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
 /// when it first read it) is renewed in time, and past that lease bob is still refused.
 #[test]
 fn a_killed_renewer_is_started_again_by_its_holders_next_hook() {
+    killed_renewer_is_started_again_by(|t, a| {
+        let payload = serde_json::json!({
+            "session_id": "7684f1ed-55e2-4a19-be34-6aa5a64f4b50",
+            "cwd": a,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": a.join("docs/notes.md"), "content": "x\n"},
+        });
+        coord(&t.env, a, "alice")
+            .args(["hook", "claude", "--wait", "0"])
+            .stdin(payload.to_string())
+            .ok();
+    });
+}
+
+/// The same for an agent that works through commands and takes no lock: its heartbeat
+/// (`coord presence`, which keeps its records here LIVE) starts the renewer again, else its
+/// claim would lapse for the other clones while it goes on working under it.
+#[test]
+fn a_killed_renewer_is_started_again_by_its_holders_next_heartbeat() {
+    killed_renewer_is_started_again_by(|t, a| {
+        coord(&t.env, a, "alice").args(["presence", "parser"]).ok();
+    });
+}
+
+fn killed_renewer_is_started_again_by(goes_on: impl Fn(&Team, &Path)) {
     let Some(t) = Team::new(Transport::Daemon) else {
         return;
     };
@@ -490,22 +516,12 @@ fn a_killed_renewer_is_started_again_by_its_holders_next_hook() {
         .status()
         .unwrap();
     assert!(killed.success());
-    // Dead, not only signalled: its kernel lock is free (a hook that looks while the killed
+    // Dead, not only signalled: its kernel lock is free (a call that looks while the killed
     // process is still on its way out sees a renewer running, and the next one starts it).
     let lock = std::fs::File::open(a.join(".coord/remote/renewer")).unwrap();
     eventually("the killed renewer is gone", || lock.try_lock().is_ok());
     drop(lock);
-    let payload = serde_json::json!({
-        "session_id": "7684f1ed-55e2-4a19-be34-6aa5a64f4b50",
-        "cwd": a,
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Write",
-        "tool_input": {"file_path": a.join("docs/notes.md"), "content": "x\n"},
-    });
-    coord(&t.env, &a, "alice")
-        .args(["hook", "claude", "--wait", "0"])
-        .stdin(payload.to_string())
-        .ok();
+    goes_on(&t, &a);
     let pid_file = a.join(".coord/remote/renewer.pid");
     eventually("a renewer runs again in alice's clone", || {
         let now = std::fs::read_to_string(&pid_file).unwrap_or_default();
