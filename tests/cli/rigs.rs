@@ -212,13 +212,18 @@ pub(crate) fn have(tool: &str) -> bool {
 /// when it did not start.
 pub(crate) fn start_daemon(cmd: &mut Command, pid_file: &Path) -> Option<u32> {
     let started = cmd.status().is_ok_and(|s| s.success());
+    let pid = || {
+        std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    };
+    // Until the file holds a whole pid: a daemon may create it before it writes it, and a pid
+    // read as nothing would leave the daemon running after the test.
     let start = Instant::now();
-    while started && !pid_file.exists() && start.elapsed() < Duration::from_secs(10) {
+    while started && pid().is_none() && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::fs::read_to_string(pid_file)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
+    pid()
 }
 
 /// Unmount the FUSE mount at `mnt` (lazily: a process still in it does not keep it).
