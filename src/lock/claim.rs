@@ -160,7 +160,7 @@ pub enum Which<'a> {
     Tokens(&'a [(String, String)]),
 }
 
-/// Release here only (`record`: in the history), with what was published on the remote: one
+/// Release here only (`record`: in the history, and with what was published on the remote): one
 /// hold of the mutex reads, judges and rewrites `.coord/claims` without the claims gone (the
 /// others kept as they were).
 pub(super) fn release_here(
@@ -233,9 +233,10 @@ pub(super) fn release_here(
         records.extend(keep.map(|(e, _)| raw_text(e)));
         write_all(root, &records)?;
     }
-    if record {
-        super::events::released(root, agent, &out);
+    if !record {
+        return Ok((out, Vec::new()));
     }
+    super::events::released(root, agent, &out);
     Ok((out, marked))
 }
 

@@ -92,13 +92,8 @@ pub fn release_claims(
     which: claim::Which<'_>,
     record: bool,
 ) -> Result<Vec<Release>> {
-    let (out, marked) = claim::release_here(ws, agent, which, record)?;
-    with_claims_then_remote(
-        ws,
-        agent,
-        (out, if record { marked } else { Vec::new() }),
-        false,
-    )
+    let here = claim::release_here(ws, agent, which, record)?;
+    with_claims_then_remote(ws, agent, here, false)
 }
 
 /// The steps of a release after the locks here: `agent`'s claims (`claims`), then the remote

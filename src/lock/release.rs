@@ -99,12 +99,16 @@ impl Marked {
     /// The mark of `e` (a claim when `claim`), when it carries one.
     pub(super) fn of(e: &LockEntry, claim: bool) -> Option<Marked> {
         e.field(MARK)?;
-        let kind = if claim { Kind::Claim } else { Kind::Lock };
         Some(Marked {
-            kind,
+            kind: kind(claim),
             text: e.file.clone(),
         })
     }
+}
+
+/// The kind of record a claim (`claim`) or a file lock is on the remote.
+pub(super) fn kind(claim: bool) -> Kind {
+    if claim { Kind::Claim } else { Kind::Lock }
 }
 
 /// A release done here: what became of each file, and the records of those published on the

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::blocker::Blocker;
-use super::release::{Marked, RemoteRelease};
+use super::release::{Marked, RemoteRelease, kind};
 use super::request::{Acquired, LockRequest, TakeOver};
 use super::{LEASE, LockEntry, LockState, MARK, Release, ReleaseOutcome, claim, classify};
 use crate::clock::{self, Timestamp};
@@ -425,10 +425,6 @@ pub(super) fn mark(
         });
     }
     Ok(())
-}
-
-fn kind(claim: bool) -> Kind {
-    if claim { Kind::Claim } else { Kind::Lock }
 }
 
 /// Add `keys` to `agent`'s lock record on `a.file` when it still carries `a.token`. Caller

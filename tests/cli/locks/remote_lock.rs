@@ -849,6 +849,17 @@ fn a_claim_whose_lock_was_killed_as_its_push_landed_is_renewed_while_its_holder_
     coord(&t.env, &a, "alice").arg("unlock").ok();
 }
 
+/// From now on `clone` reads the remote through `script`, an upload-pack of the test's own (it
+/// runs `git-upload-pack` and is slow when the test says so).
+fn fetch_through(t: &Team, clone: &Path, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let pack = t.env.path("slow-upload-pack");
+    std::fs::write(&pack, script).unwrap();
+    std::fs::set_permissions(&pack, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pack = pack.display().to_string();
+    crate::locks::remote::run_git(clone, &["config", "remote.origin.uploadpack", &pack]);
+}
+
 /// Alice holds `src/**` kept to her clone (`--local`) and a published claim (her clone's renewer
 /// runs); bob in another clone claims `src/a/**`. Her `coord lock src/**` to share hers marks it
 /// as published before it asks the remote, which is slow to answer it (its fetch waits 3 s):
@@ -873,17 +884,11 @@ fn a_refused_share_while_the_renewer_looks(renewer_slow: bool) {
     // From now on alice's clone reads the remote slowly: every read while `slow` is there, or
     // those of a process started with SLOW_FETCH set.
     let slow = a.join("slow");
-    let pack = t.env.path("slow-upload-pack");
     let script = format!(
         "#!/bin/sh\nif [ -e '{}' ] || [ -n \"$SLOW_FETCH\" ]; then sleep 3; fi\nexec git-upload-pack \"$@\"\n",
         slow.display()
     );
-    std::fs::write(&pack, script).unwrap();
-    let mut perm = std::fs::metadata(&pack).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-    std::fs::set_permissions(&pack, perm).unwrap();
-    let pack = pack.display().to_string();
-    crate::locks::remote::run_git(&a, &["config", "remote.origin.uploadpack", &pack]);
+    fetch_through(&t, &a, &script);
     if renewer_slow {
         std::fs::write(&slow, "").unwrap();
     }
@@ -938,14 +943,8 @@ fn a_refused_share_never_takes_back_the_mark_of_the_same_claim_published_meanwhi
     };
     alice(&["lock", "src/**", "--local", "--ttl", "3s"]).ok();
     coord(&t.env, &b, "bob").args(["lock", "src/a/**"]).ok();
-    let pack = t.env.path("slow-upload-pack");
     let script = "#!/bin/sh\ngit-upload-pack \"$@\"\nrc=$?\nif [ -n \"$SLOW_FETCH\" ]; then sleep 3; fi\nexit $rc\n";
-    std::fs::write(&pack, script).unwrap();
-    let mut perm = std::fs::metadata(&pack).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
-    std::fs::set_permissions(&pack, perm).unwrap();
-    let pack = pack.display().to_string();
-    crate::locks::remote::run_git(&a, &["config", "remote.origin.uploadpack", &pack]);
+    fetch_through(&t, &a, script);
     let first = alice(&["lock", "src/**", "--no-wait", "--ttl", "3s"])
         .env("SLOW_FETCH", "1")
         .spawn();
