@@ -1,6 +1,6 @@
 //! `coord log [FILE...] [--agent A] [--since DUR] [--json] [--timeline]`: what happened.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use clap::Args;
@@ -377,13 +377,8 @@ pub fn timeline(events: &[Event], width: usize, color: bool, by_agent: bool) -> 
 
 /// `items` without repeats, in the order they first come.
 fn unique(items: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for item in items {
-        if !out.contains(&item) {
-            out.push(item);
-        }
-    }
-    out
+    let mut seen = HashSet::new();
+    items.filter(|item| seen.insert(item.clone())).collect()
 }
 
 fn letter(i: usize) -> char {
@@ -407,11 +402,7 @@ fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
 fn paint_cell(text: &str, agent: usize, color: bool, light: bool) -> String {
     const COLOURS: [u8; 6] = [4, 2, 5, 6, 3, 1];
     let c = COLOURS[agent % COLOURS.len()];
-    let code = if light {
-        format!("1;3{c}")
-    } else {
-        format!("30;4{c}")
-    };
+    let code = format!("{}{c}", if light { "1;3" } else { "30;4" });
     output::paint(text, &code, color)
 }
 

@@ -28,13 +28,11 @@ pub struct StatusArgs {
 pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     let st = status::document(&ws, args.all);
-    ctx.emit(&st, || render(&st, output::color_enabled()));
     let waiting = st.agents.iter().any(|a| a.needs_user.is_some()) || !st.waits.is_empty();
-    if waiting && !ctx.json && !ctx.quiet {
-        output::line(
-            "\nhint: agents are waiting; `coord ui` shows who waits for whom, live in a browser",
-        );
-    }
+    let hint =
+        "\n\nhint: agents are waiting; `coord ui` shows who waits for whom, live in a browser";
+    let hint = if waiting { hint } else { "" };
+    ctx.emit(&st, || render(&st, output::color_enabled()) + hint);
     Ok(ExitCode::Success)
 }
 

@@ -319,10 +319,8 @@ enum Mode {
 fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
     let color = output::color_enabled();
     let now = time_of(&clock::now_string());
-    let (title, view) = (
-        output::title("coord watch", color),
-        status::render(st, color),
-    );
+    let title = output::title("coord watch", color);
+    let view = status::render(st, color);
     let mut text = format!("\x1b[H\x1b[2J{title} {now} (Ctrl-C to quit)\n\n{view}\n");
     if !recent.is_empty() {
         text.push_str(&format!("\n{}\n", output::title("Latest changes", color)));

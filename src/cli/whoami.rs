@@ -39,8 +39,7 @@ pub fn run(_args: WhoamiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         (Some(a), None) if ctx.agent_flag => format!("{a} (from -a)"),
         (Some(a), None) => format!("{a} (from COORD_AGENT)"),
         (Some(a), Some(s)) => {
-            let process = s.process.map(|p| p.pid);
-            let process = process.map(|p| format!("; its locks follow client process {p}"));
+            let process = s.process.map(|p| format!("; its locks follow client process {}", p.pid));
             let (id, client, via) = (&s.id, s.client.as_str(), &s.via);
             let process = process.unwrap_or_default();
             format!("{a} (session {id} of {client}, from the {via}{process})")
