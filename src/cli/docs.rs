@@ -67,16 +67,12 @@ pub fn run(args: DocsArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let name = page.trim_end_matches(".md").to_ascii_lowercase();
     let name = name.rsplit('/').next().unwrap_or_default();
-    match PAGES.iter().find(|(n, _, _)| *n == name) {
-        Some((_, _, text)) => {
-            output::raw(text.as_bytes());
-            Ok(ExitCode::Success)
-        }
-        None => {
-            let pages: Vec<String> = PAGES.iter().map(|(n, _, _)| format!("`{n}`")).collect();
-            let pages = pages.join(", ");
-            let why = format!("there is no docs page `{page}`; the pages are {pages}");
-            Err(Error::bad_input(why).into())
-        }
-    }
+    let Some((_, _, text)) = PAGES.iter().find(|(n, _, _)| *n == name) else {
+        let pages: Vec<String> = PAGES.iter().map(|(n, _, _)| format!("`{n}`")).collect();
+        let pages = pages.join(", ");
+        let why = format!("there is no docs page `{page}`; the pages are {pages}");
+        return Err(Error::bad_input(why).into());
+    };
+    output::raw(text.as_bytes());
+    Ok(ExitCode::Success)
 }
