@@ -100,8 +100,11 @@ fn synopsis(cmd: &clap::Command, name: &str) -> String {
     for a in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
         let many = a.get_num_args().is_some_and(|n| n.max_values() > 1);
         let dots = if many { "..." } else { "" };
-        let required = a.is_required_set();
-        let (open, close) = if required { ("<", ">") } else { ("[", "]") };
+        let (open, close) = if a.is_required_set() {
+            ("<", ">")
+        } else {
+            ("[", "]")
+        };
         words.push(format!("{open}{}{close}{dots}", value_of(a)));
     }
     if cmd.has_subcommands() {

@@ -30,8 +30,11 @@ pub fn run(args: PruneArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.json_or_quiet(&out) {
         return Ok(ExitCode::Success);
     }
-    let dry = out.dry_run;
-    let verb = if dry { "would remove" } else { "removed" };
+    let verb = if out.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
     for path in &out.removed {
         output::line(&format!("{verb} {}", output::clean(path)));
     }
