@@ -21,7 +21,7 @@ use HandshakeStatus::{Accepted, Requested};
 /// The protocol named in every block.
 pub const PROTOCOL: &str = "V3";
 
-crate::review::names! {
+crate::record::names! {
     /// A block's `status`.
     HandshakeStatus {
         Requested = "REQUESTED": "`from` asks `to`.",

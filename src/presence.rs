@@ -32,47 +32,21 @@ pub const SEED_KEYS: [&str; 7] = [
 /// The extra key listing the files locked through coord.
 const LOCKS_KEY: &str = "locks";
 
-/// What an agent's presence says about it now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentState {
-    /// Heartbeat at most two minutes old.
-    Active,
-    /// Heartbeat older than that (or missing).
-    Inactive,
-    /// The agent said it is done.
-    Finished,
-}
-
-impl AgentState {
-    /// The word used in files and output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentState::Active => "ACTIVE",
-            AgentState::Inactive => "INACTIVE",
-            AgentState::Finished => "FINISHED",
-        }
+crate::record::names! {
+    /// What an agent's presence says about it now.
+    AgentState {
+        Active = "ACTIVE": "Heartbeat at most two minutes old.",
+        Inactive = "INACTIVE": "Heartbeat older than that (or missing).",
+        Finished = "FINISHED": "The agent said it is done.",
     }
 }
 
-/// `lock_status` in a presence file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockStatus {
-    /// Holds no lock.
-    Free,
-    /// Holds at least one lock.
-    Locked,
-    /// Waits for a lock.
-    Waiting,
-}
-
-impl LockStatus {
-    /// The word written in the file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LockStatus::Free => "FREE",
-            LockStatus::Locked => "LOCKED",
-            LockStatus::Waiting => "WAITING",
-        }
+crate::record::names! {
+    /// `lock_status` in a presence file.
+    LockStatus {
+        Free = "FREE": "Holds no lock.",
+        Locked = "LOCKED": "Holds at least one lock.",
+        Waiting = "WAITING": "Waits for a lock.",
     }
 }
 

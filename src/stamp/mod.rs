@@ -27,7 +27,7 @@ pub const NEW_PARTNER: &str = "new";
 
 const PICKED_PREFIX: &str = "partner-";
 
-crate::review::names! {
+crate::record::names! {
     /// A row's `status`.
     RowStatus {
         Online = "online": "Clocked in, not yet out.",
