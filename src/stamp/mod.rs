@@ -310,15 +310,12 @@ pub(crate) fn active_agents(root: &Path, now: &Timestamp) -> Vec<String> {
 }
 
 fn free_name(root: &Path, rows: &[Row]) -> String {
-    let (presences, _) = presence::scan(root);
-    (1u64..)
-        .map(|n| format!("{PICKED_PREFIX}{n}"))
-        .find(|name| {
-            !rows.iter().any(|r| &r.partner_name == name)
-                && !presences.iter().any(|p| &p.id == name)
-                && !layout::presence(&shared_root(root), name).exists()
-        })
-        .unwrap_or_default()
+    let taken = |name: &String| {
+        rows.iter().any(|r| &r.partner_name == name)
+            || layout::presence(&shared_root(root), name).exists()
+    };
+    let mut names = (1u64..).map(|n| format!("{PICKED_PREFIX}{n}"));
+    names.find(|n| !taken(n)).unwrap_or_default()
 }
 
 /// Who clocks in.
@@ -574,27 +571,24 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
     let now = clock::now();
     let now_s = clock::format_timestamp(&now);
     let (rows, _) = open_rows(root);
+    let in_scope = |row: &&Row| match scope {
+        Scope::Partner | Scope::Client => row.status == RowStatus::Online,
+        Scope::Session(id) => row.session_id == id,
+    };
+    let (closing, others): (Vec<&Row>, _) = (rows.iter())
+        .filter(|r| r.partner_name == agent.id())
+        .partition(in_scope);
     let mut closed = Vec::new();
-    for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
-        let in_scope = match scope {
-            Scope::Partner | Scope::Client => row.status == RowStatus::Online,
-            Scope::Session(id) => row.session_id == id,
-        };
-        if in_scope {
-            let mut row = row.clone();
-            row.status = RowStatus::Offline;
-            row.clocked_out = Some(now_s.clone());
-            row.last_heartbeat = Some(now_s.clone());
-            write_row(root, &row)?;
-            closed.push(row);
-        }
+    for row in closing {
+        let mut row = row.clone();
+        row.status = RowStatus::Offline;
+        row.clocked_out = Some(now_s.clone());
+        row.last_heartbeat = Some(now_s.clone());
+        write_row(root, &row)?;
+        closed.push(row);
     }
-    let others_online = rows.iter().any(|r| {
-        r.partner_name == agent.id()
-            && !closed.iter().any(|c| c.id == r.id)
-            && r.crash_reason(&now).is_none()
-            && r.status == RowStatus::Online
-    });
+    let alive = |r: &&Row| r.status == RowStatus::Online && r.crash_reason(&now).is_none();
+    let others_online = others.iter().any(alive);
     if !others_online {
         let finished = Update {
             finished: Some(true),
