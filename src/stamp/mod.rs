@@ -247,17 +247,15 @@ fn ids_above(root: &Path, counted: u64) -> impl Iterator<Item = u64> {
 }
 
 fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
-    fsutil::list_names(&layout::partners_dir(&shared_root(root)))
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|name| layout::parse_partner_row_name(name.to_str()?))
+    let names = fsutil::list_names(&layout::partners_dir(&shared_root(root)));
+    let names = names.unwrap_or_default().into_iter();
+    names.filter_map(|name| layout::parse_partner_row_name(name.to_str()?))
 }
 
 /// The card's counter: the last row id coord handed out (`None` when missing or unreadable).
 fn read_counter(root: &Path) -> Option<u64> {
-    fsutil::read_capped(&layout::partners_seq(&shared_root(root)), 64)
-        .ok()
-        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
+    let bytes = fsutil::read_capped(&layout::partners_seq(&shared_root(root)), 64).ok()?;
+    String::from_utf8_lossy(&bytes).trim().parse().ok()
 }
 
 /// Make the card's folder, and the index of open rows from the whole card when it is not there
