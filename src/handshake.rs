@@ -21,7 +21,7 @@ use HandshakeStatus::{Accepted, Requested};
 /// The protocol named in every block.
 pub const PROTOCOL: &str = "V3";
 
-crate::review::names! {
+crate::record::names! {
     /// A block's `status`.
     HandshakeStatus {
         Requested = "REQUESTED": "`from` asks `to`.",
@@ -46,9 +46,13 @@ pub fn parse(owner: &str, text: &str) -> Vec<Block> {
     // A block ends at a blank line, or where a second `from:` starts the next one.
     let mut groups: Vec<Vec<&str>> = Vec::new();
     let mut fresh = true;
+    let from = |l: &str| {
+        l.split_once(':')
+            .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case("from"))
+    };
     for line in text.lines() {
         let blank = line.trim().is_empty();
-        let again = |g: &Vec<&str>| is_key(line, "from") && g.iter().any(|l| is_key(l, "from"));
+        let again = |g: &Vec<&str>| from(line) && g.iter().any(|l| from(l));
         match groups.last_mut() {
             _ if blank => {}
             Some(g) if !(fresh || again(g)) => g.push(line),
@@ -75,11 +79,6 @@ pub fn parse(owner: &str, text: &str) -> Vec<Block> {
         });
     }
     blocks
-}
-
-fn is_key(line: &str, key: &str) -> bool {
-    line.split_once(':')
-        .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case(key))
 }
 
 /// The file text: the seed's five lines per block, blocks sorted by peer, a blank line between.

@@ -32,47 +32,21 @@ pub const SEED_KEYS: [&str; 7] = [
 /// The extra key listing the files locked through coord.
 const LOCKS_KEY: &str = "locks";
 
-/// What an agent's presence says about it now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentState {
-    /// Heartbeat at most two minutes old.
-    Active,
-    /// Heartbeat older than that (or missing).
-    Inactive,
-    /// The agent said it is done.
-    Finished,
-}
-
-impl AgentState {
-    /// The word used in files and output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentState::Active => "ACTIVE",
-            AgentState::Inactive => "INACTIVE",
-            AgentState::Finished => "FINISHED",
-        }
+crate::record::names! {
+    /// What an agent's presence says about it now.
+    AgentState {
+        Active = "ACTIVE": "Heartbeat at most two minutes old.",
+        Inactive = "INACTIVE": "Heartbeat older than that (or missing).",
+        Finished = "FINISHED": "The agent said it is done.",
     }
 }
 
-/// `lock_status` in a presence file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockStatus {
-    /// Holds no lock.
-    Free,
-    /// Holds at least one lock.
-    Locked,
-    /// Waits for a lock.
-    Waiting,
-}
-
-impl LockStatus {
-    /// The word written in the file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LockStatus::Free => "FREE",
-            LockStatus::Locked => "LOCKED",
-            LockStatus::Waiting => "WAITING",
-        }
+crate::record::names! {
+    /// `lock_status` in a presence file.
+    LockStatus {
+        Free = "FREE": "Holds no lock.",
+        Locked = "LOCKED": "Holds at least one lock.",
+        Waiting = "WAITING": "Waits for a lock.",
     }
 }
 
@@ -114,23 +88,18 @@ impl Presence {
             .or(self.mtime)
     }
 
+    fn finished(&self) -> bool {
+        self.field("status").and_then(AgentState::parse) == Some(AgentState::Finished)
+    }
+
     /// ACTIVE, INACTIVE or FINISHED, as of `now`.
     pub fn state(&self, now: &Timestamp) -> AgentState {
-        if self
-            .field("status")
-            .is_some_and(|s| s.eq_ignore_ascii_case("FINISHED"))
-        {
-            return AgentState::Finished;
-        }
         // A heartbeat further in the future than the timeout is not believed either: clocks
         // that far apart (or a hand-edited date) must not keep an agent ACTIVE forever.
-        match self.heartbeat() {
-            Some(hb)
-                if clock::age(now, &hb) <= HEARTBEAT_TIMEOUT
-                    && clock::age(&hb, now) <= HEARTBEAT_TIMEOUT =>
-            {
-                AgentState::Active
-            }
+        let fresh = |hb| clock::age(now, &hb).max(clock::age(&hb, now)) <= HEARTBEAT_TIMEOUT;
+        match () {
+            _ if self.finished() => AgentState::Finished,
+            _ if self.heartbeat().is_some_and(fresh) => AgentState::Active,
             _ => AgentState::Inactive,
         }
     }
@@ -163,12 +132,9 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 pub(crate) fn read_agent_file(
     path: &Path,
 ) -> std::result::Result<Option<(String, Option<std::time::SystemTime>)>, Unreadable> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
     fsutil::if_found(fsutil::read_text_capped(path, RECORD_CAP)).map_err(|e| Unreadable {
-        path: path
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned(),
+        path: name.into_owned(),
         why: e.to_string(),
     })
 }
@@ -188,11 +154,8 @@ pub(crate) fn scan_root<T>(
     mut read: impl FnMut(&str) -> std::result::Result<Option<T>, Unreadable>,
 ) -> (Vec<T>, Vec<Unreadable>) {
     let (mut found, mut bad) = (Vec::new(), Vec::new());
-    for entry in fsutil::read_dir(shared_root(root))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
+    let entries = fsutil::read_dir(shared_root(root)).into_iter().flatten();
+    for entry in entries.flatten() {
         let name = entry.file_name();
         match name.to_str().and_then(agent_of).map(&mut read) {
             Some(Ok(Some(t))) => found.push(t),
@@ -212,11 +175,9 @@ pub struct StateCache {
 impl StateCache {
     /// A cache pre-filled from presences already read.
     pub fn from_presences(presences: &[Presence], now: &Timestamp) -> StateCache {
+        let states = presences.iter().map(|p| (p.id.clone(), Some(p.state(now))));
         StateCache {
-            states: presences
-                .iter()
-                .map(|p| (p.id.clone(), Some(p.state(now))))
-                .collect(),
+            states: states.collect(),
         }
     }
 
@@ -272,13 +233,8 @@ pub fn write_over(
     update: &Update,
 ) -> Result<Presence> {
     let now = clock::now_string();
-    let old_field = |key: &str| {
-        old.and_then(|p| p.record.get_nonempty(key))
-            .map(str::to_string)
-    };
-    let finished = update
-        .finished
-        .unwrap_or_else(|| old_field("status").is_some_and(|s| s.eq_ignore_ascii_case("FINISHED")));
+    let old_field = |key: &str| Some(old?.record.get_nonempty(key)?.to_string());
+    let finished = (update.finished).unwrap_or_else(|| old.is_some_and(Presence::finished));
     let started = old_field("started")
         .filter(|s| clock::parse_timestamp(s).is_some())
         .unwrap_or_else(|| now.clone());
@@ -295,19 +251,19 @@ pub fn write_over(
     };
 
     // A name given in lower case does not replace a display name of the same id (`Claude`).
-    let name = match old_field("Agent") {
-        Some(shown) if agent.name() == agent.id() && shown.eq_ignore_ascii_case(agent.id()) => {
-            shown
-        }
-        _ => agent.name().to_string(),
-    };
+    let kept =
+        |shown: &String| agent.name() == agent.id() && shown.eq_ignore_ascii_case(agent.id());
+    let name = old_field("Agent").filter(kept);
+    let name = name.unwrap_or_else(|| agent.name().to_string());
     let mut rec = Record::new();
     rec.set("Agent", name);
     rec.set("status", if finished { "FINISHED" } else { "ACTIVE" });
     rec.set("started", started);
     rec.set("heartbeat", &now);
-    let working_on = pick(update.working_on.clone(), "working_on", "-");
-    rec.set("working_on", working_on);
+    rec.set(
+        "working_on",
+        pick(update.working_on.clone(), "working_on", "-"),
+    );
     rec.set("current_file", current_file);
     let lock_status = update.lock_status.map(|s| s.as_str().to_string());
     rec.set("lock_status", pick(lock_status, "lock_status", "FREE"));

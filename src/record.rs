@@ -1,4 +1,37 @@
-//! The seed's `key: value` text, as used by presence, lock and handshake files.
+//! The seed's `key: value` text, as used by presence, lock and handshake files, and its words.
+
+/// An enum of the seed's names, with `NAMES` in order, `parse`, `as_str` (its JSON) and `expected`.
+macro_rules! names {
+    ($(#[$doc:meta])* $name:ident { $($var:ident = $s:literal: $vdoc:literal,)+ }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+        pub enum $name { $(#[doc = $vdoc] #[serde(rename = $s)] $var,)+ }
+
+        impl $name {
+            /// Every name, in the seed's order.
+            pub const NAMES: &'static [&'static str] = &[$($s),+];
+
+            /// Read a name (case is ignored).
+            pub fn parse(text: &str) -> Option<$name> {
+                let text = text.trim();
+                [$($name::$var),+].into_iter().find(|v| v.as_str().eq_ignore_ascii_case(text))
+            }
+
+            /// The name written in files.
+            pub fn as_str(self) -> &'static str {
+                $name::NAMES[self as usize]
+            }
+
+            /// Read a name, or say which names were expected.
+            pub fn expected(text: &str) -> std::result::Result<$name, String> {
+                $name::parse(text).ok_or_else(|| {
+                    format!("`{text}`, expected one of {}", $name::NAMES.join(", "))
+                })
+            }
+        }
+    };
+}
+pub(crate) use names;
 
 /// An ordered list of `key: value` entries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

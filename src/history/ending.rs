@@ -71,10 +71,10 @@ impl Endings {
 
     /// The endings over by `now` (their last event more than [`WINDOW`] before it).
     pub fn due(&mut self, now: &Timestamp) -> Vec<Item> {
-        let over = self
-            .last()
-            .is_none_or(|last| clock::age(now, &last) > WINDOW);
-        if over { self.finish() } else { Vec::new() }
+        match self.last() {
+            Some(last) if clock::age(now, &last) <= WINDOW => Vec::new(),
+            _ => self.finish(),
+        }
     }
 
     fn last(&self) -> Option<Timestamp> {

@@ -31,50 +31,30 @@ pub const LINE_CAP: usize = 4000;
 const DEFAULT_MAX_SIZE: u64 = 8 * 1024 * 1024;
 const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
 
-/// What happened; its `event` field is the variant's name in snake case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// A lock was taken.
-    LockTaken,
-    /// A lock was released (by its holder, or a STALE one with `--force`).
-    LockReleased,
-    /// A STALE lock was taken over.
-    LockTakenOver,
-    /// An agent started waiting for a lock another holds.
-    LockWaiting,
-    /// A lock was refused (held by another, a wait that timed out, a deadlock).
-    LockRefused,
-    /// A claim on a folder or pattern was taken.
-    ClaimTaken,
-    /// A claim was released.
-    ClaimReleased,
-    /// A claim published on the remote was found taken over there (its lease lapsed): given back.
-    ClaimLost,
-    /// A lock shared on the remote (`--share`) was found taken over there: given back here.
-    LockLost,
-    /// A client's hook denied an edit (the file is held by another agent).
-    EditDenied,
-    /// A client's hook saw an edit made.
-    EditMade,
-    /// A shell command changed a file another agent holds (seen by the post-tool hook).
-    ShellEdit,
-    /// A message was sent.
-    MessageSent,
-    /// A dialogue turn was said.
-    DialogueTurn,
-    /// A review step was finished.
-    ReviewStep,
-    /// An agent clocked in.
-    AgentArrived,
-    /// An agent clocked out.
-    AgentLeft,
-    /// An earlier session of an agent was found crashed.
-    AgentCrashed,
-    /// An agent's client waits for its user.
-    NeedsUser,
-    /// An agent's client no longer waits for its user.
-    UserAnswered,
+crate::record::names! {
+    /// What happened; its `event` field is the variant's name in snake case.
+    Kind {
+        LockTaken = "lock_taken": "A lock was taken.",
+        LockReleased = "lock_released": "A lock was released (by its holder, or a STALE one with `--force`).",
+        LockTakenOver = "lock_taken_over": "A STALE lock was taken over.",
+        LockWaiting = "lock_waiting": "An agent started waiting for a lock another holds.",
+        LockRefused = "lock_refused": "A lock was refused (held by another, a wait that timed out, a deadlock).",
+        ClaimTaken = "claim_taken": "A claim on a folder or pattern was taken.",
+        ClaimReleased = "claim_released": "A claim was released.",
+        ClaimLost = "claim_lost": "A claim published on the remote was found taken over there (its lease lapsed): given back.",
+        LockLost = "lock_lost": "A lock shared on the remote (`--share`) was found taken over there: given back here.",
+        EditDenied = "edit_denied": "A client's hook denied an edit (the file is held by another agent).",
+        EditMade = "edit_made": "A client's hook saw an edit made.",
+        ShellEdit = "shell_edit": "A shell command changed a file another agent holds (seen by the post-tool hook).",
+        MessageSent = "message_sent": "A message was sent.",
+        DialogueTurn = "dialogue_turn": "A dialogue turn was said.",
+        ReviewStep = "review_step": "A review step was finished.",
+        AgentArrived = "agent_arrived": "An agent clocked in.",
+        AgentLeft = "agent_left": "An agent clocked out.",
+        AgentCrashed = "agent_crashed": "An earlier session of an agent was found crashed.",
+        NeedsUser = "needs_user": "An agent's client waits for its user.",
+        UserAnswered = "user_answered": "An agent's client no longer waits for its user.",
+    }
 }
 
 /// One event, as one line of the log.
@@ -111,10 +91,7 @@ impl Event {
     pub fn new(kind: Kind, agent: &str) -> Event {
         Event {
             at: now_ms(),
-            event: serde_json::to_value(kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            event: kind.as_str().to_string(),
             agent: agent.to_string(),
             ..Event::default()
         }

@@ -137,9 +137,7 @@ pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
         dropped += gone.len();
         if !dry_run {
             let lines = kept.iter().filter_map(|e| serde_json::to_vec(e).ok());
-            let bytes: Vec<u8> = lines
-                .flat_map(|line| line.into_iter().chain([b'\n']))
-                .collect();
+            let bytes: Vec<u8> = lines.flat_map(|l| l.into_iter().chain([b'\n'])).collect();
             fsutil::replace(&log, &bytes)?;
         }
     }

@@ -11,40 +11,7 @@ use serde::Serialize;
 use self::markdown::Field;
 use crate::error::{Error, Result};
 
-/// An enum of the seed's names, with `NAMES` in order, `parse`, `as_str` (its JSON) and `expected`.
-macro_rules! names {
-    ($(#[$doc:meta])* $name:ident { $($var:ident = $s:literal: $vdoc:literal,)+ }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-        pub enum $name { $(#[doc = $vdoc] #[serde(rename = $s)] $var,)+ }
-
-        impl $name {
-            /// Every name, in the seed's order.
-            pub const NAMES: &'static [&'static str] = &[$($s),+];
-
-            /// Read a name (case is ignored).
-            pub fn parse(text: &str) -> Option<$name> {
-                let text = text.trim();
-                [$($name::$var),+].into_iter().find(|v| v.as_str().eq_ignore_ascii_case(text))
-            }
-
-            /// The name written in files.
-            pub fn as_str(self) -> &'static str {
-                $name::NAMES[self as usize]
-            }
-
-            /// Read a name, or say which names were expected.
-            pub fn expected(text: &str) -> std::result::Result<$name, String> {
-                $name::parse(text).ok_or_else(|| {
-                    format!("`{text}`, expected one of {}", $name::NAMES.join(", "))
-                })
-            }
-        }
-    };
-}
-pub(crate) use names;
-
-names! {
+crate::record::names! {
     /// What a step does (the seed's action types).
     Action {
         Review = "review": "Initial analysis of the target documents.",
@@ -55,7 +22,7 @@ names! {
     }
 }
 
-names! {
+crate::record::names! {
     /// Where a step stands.
     StepStatus {
         Planned = "planned": "Assigned, not started.",
@@ -66,7 +33,7 @@ names! {
     }
 }
 
-names! {
+crate::record::names! {
     /// Where an issue stands.
     IssueStatus {
         Open = "open": "Not dealt with yet.",
@@ -76,7 +43,7 @@ names! {
     }
 }
 
-names! {
+crate::record::names! {
     /// How bad an issue is (the seed writes both `Critical` and `critical`).
     Severity {
         Critical = "critical": "Blocks functionality or creates contradictions.",

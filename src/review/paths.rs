@@ -3,12 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::names;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::layout;
 
-names! {
+crate::record::names! {
     /// Which kind of file.
     Kind {
         Review = "review": "`reviews/llms/{llm}/{topic}_review_{date}.md`.",

@@ -27,7 +27,7 @@ pub const NEW_PARTNER: &str = "new";
 
 const PICKED_PREFIX: &str = "partner-";
 
-crate::review::names! {
+crate::record::names! {
     /// A row's `status`.
     RowStatus {
         Online = "online": "Clocked in, not yet out.",
@@ -247,17 +247,15 @@ fn ids_above(root: &Path, counted: u64) -> impl Iterator<Item = u64> {
 }
 
 fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
-    fsutil::list_names(&layout::partners_dir(&shared_root(root)))
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|name| layout::parse_partner_row_name(name.to_str()?))
+    let names = fsutil::list_names(&layout::partners_dir(&shared_root(root)));
+    let names = names.unwrap_or_default().into_iter();
+    names.filter_map(|name| layout::parse_partner_row_name(name.to_str()?))
 }
 
 /// The card's counter: the last row id coord handed out (`None` when missing or unreadable).
 fn read_counter(root: &Path) -> Option<u64> {
-    fsutil::read_capped(&layout::partners_seq(&shared_root(root)), 64)
-        .ok()
-        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
+    let bytes = fsutil::read_capped(&layout::partners_seq(&shared_root(root)), 64).ok()?;
+    String::from_utf8_lossy(&bytes).trim().parse().ok()
 }
 
 /// Make the card's folder, and the index of open rows from the whole card when it is not there
@@ -310,15 +308,12 @@ pub(crate) fn active_agents(root: &Path, now: &Timestamp) -> Vec<String> {
 }
 
 fn free_name(root: &Path, rows: &[Row]) -> String {
-    let (presences, _) = presence::scan(root);
-    (1u64..)
-        .map(|n| format!("{PICKED_PREFIX}{n}"))
-        .find(|name| {
-            !rows.iter().any(|r| &r.partner_name == name)
-                && !presences.iter().any(|p| &p.id == name)
-                && !layout::presence(&shared_root(root), name).exists()
-        })
-        .unwrap_or_default()
+    let taken = |name: &String| {
+        rows.iter().any(|r| &r.partner_name == name)
+            || layout::presence(&shared_root(root), name).exists()
+    };
+    let mut names = (1u64..).map(|n| format!("{PICKED_PREFIX}{n}"));
+    names.find(|n| !taken(n)).unwrap_or_default()
 }
 
 /// Who clocks in.
@@ -574,27 +569,24 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
     let now = clock::now();
     let now_s = clock::format_timestamp(&now);
     let (rows, _) = open_rows(root);
+    let in_scope = |row: &&Row| match scope {
+        Scope::Partner | Scope::Client => row.status == RowStatus::Online,
+        Scope::Session(id) => row.session_id == id,
+    };
+    let (closing, others): (Vec<&Row>, _) = (rows.iter())
+        .filter(|r| r.partner_name == agent.id())
+        .partition(in_scope);
     let mut closed = Vec::new();
-    for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
-        let in_scope = match scope {
-            Scope::Partner | Scope::Client => row.status == RowStatus::Online,
-            Scope::Session(id) => row.session_id == id,
-        };
-        if in_scope {
-            let mut row = row.clone();
-            row.status = RowStatus::Offline;
-            row.clocked_out = Some(now_s.clone());
-            row.last_heartbeat = Some(now_s.clone());
-            write_row(root, &row)?;
-            closed.push(row);
-        }
+    for row in closing {
+        let mut row = row.clone();
+        row.status = RowStatus::Offline;
+        row.clocked_out = Some(now_s.clone());
+        row.last_heartbeat = Some(now_s.clone());
+        write_row(root, &row)?;
+        closed.push(row);
     }
-    let others_online = rows.iter().any(|r| {
-        r.partner_name == agent.id()
-            && !closed.iter().any(|c| c.id == r.id)
-            && r.crash_reason(&now).is_none()
-            && r.status == RowStatus::Online
-    });
+    let alive = |r: &&Row| r.status == RowStatus::Online && r.crash_reason(&now).is_none();
+    let others_online = others.iter().any(alive);
     if !others_online {
         let finished = Update {
             finished: Some(true),
