@@ -228,11 +228,10 @@ fn runs_this_command(args: Option<&[String]>) -> bool {
 
 /// Whether the client `process` runs with nobody at it (`Adapter::headless`); `false`: unknown.
 pub fn headless(client: Client, process: ClientProcess) -> bool {
-    let Some(args) = host::command_line(process.pid) else {
-        return false;
-    };
-    let args = args.get(1..).unwrap_or_default();
-    (client.adapter().headless)(args, host::stdin_is_terminal(process.pid))
+    host::command_line(process.pid).is_some_and(|args| {
+        let args = args.get(1..).unwrap_or_default();
+        (client.adapter().headless)(args, host::stdin_is_terminal(process.pid))
+    })
 }
 
 const SHELLS: [&str; 9] = [
