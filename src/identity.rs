@@ -35,11 +35,8 @@ pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
     let clock_first = is_uuid_v7(session_id)
         || (client == Client::Opencode && session_id.starts_with("ses_"))
         || (client == Client::Cline && session_id.starts_with("conv_"));
-    let short: String = if clock_first {
-        alnum[alnum.len().saturating_sub(8)..].iter().collect()
-    } else {
-        alnum.iter().take(8).collect()
-    };
+    let skip = clock_first.then(|| alnum.len().saturating_sub(8));
+    let short: String = alnum[skip.unwrap_or(0)..].iter().take(8).collect();
     AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
 }
 
@@ -228,11 +225,10 @@ fn runs_this_command(args: Option<&[String]>) -> bool {
 
 /// Whether the client `process` runs with nobody at it (`Adapter::headless`); `false`: unknown.
 pub fn headless(client: Client, process: ClientProcess) -> bool {
-    let Some(args) = host::command_line(process.pid) else {
-        return false;
-    };
-    let args = args.get(1..).unwrap_or_default();
-    (client.adapter().headless)(args, host::stdin_is_terminal(process.pid))
+    host::command_line(process.pid).is_some_and(|args| {
+        let args = args.get(1..).unwrap_or_default();
+        (client.adapter().headless)(args, host::stdin_is_terminal(process.pid))
+    })
 }
 
 const SHELLS: [&str; 9] = [

@@ -89,10 +89,9 @@ pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<(&'static str, Held)> {
             (Some(Some(before)), Some(now)) if *before != now => "modified",
             (Some(Some(_)), None) => "deleted",
             (Some(None), Some(_)) => "created",
-            (Some(_), _) => continue,
             // Locked while the command ran: changed since the start?
             (None, Some(now)) if now.ctime_ns >= started_ns => "modified",
-            (None, _) => continue,
+            _ => continue,
         };
         if now.is_some_and(|n| holder_touched_after(ws, &held, &n)) {
             continue;

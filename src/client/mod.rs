@@ -11,6 +11,7 @@ mod trust;
 
 use tools::Edit;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -912,10 +913,17 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         .or_else(|| value.get("toolArgs"))
         .unwrap_or(&Value::Null);
     let (files, shell) = match (kind, &tool) {
-        (Kind::BeforeTool | Kind::AfterTool, Some(t)) => (
-            tools::edited(adapter.edits, t, input),
-            (adapter.shell)(t, input),
-        ),
+        (Kind::BeforeTool | Kind::AfterTool, Some(t)) => {
+            // The arguments as an object: a JSON string decoded once; a raw patch is `Null`.
+            let args = match input {
+                Value::String(s) => {
+                    Cow::Owned(payload::read(s.as_bytes()).map_or(Value::Null, |p| p.value))
+                }
+                v => Cow::Borrowed(v),
+            };
+            let files = tools::edited(adapter.edits, t, &args, input);
+            (files, (adapter.shell)(t, &args))
+        }
         _ => (None, None),
     };
     Ok(HookCall {
@@ -936,14 +944,6 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
 /// The reply as the client's JSON, `None` when there is nothing to print.
 pub fn render(client: Client, reply: &Reply) -> Option<String> {
     serde_json::to_string(&(client.adapter().render)(reply)?).ok()
-}
-
-/// A tool's arguments as an object (a JSON string, as Copilot CLI sends, decoded); else `Null`.
-fn args_object(input: &Value) -> Value {
-    match input {
-        Value::String(s) => payload::read(s.as_bytes()).map_or(Value::Null, |p| p.value),
-        v => v.clone(),
-    }
 }
 
 /// The first non-empty string among `keys` of `value`.

@@ -275,13 +275,8 @@ mod tests {
         let text = r#"{"n":[0,-0,-0.0,18446744073709551615,-9223372036854775808,1.5e-7,1E5,2.5E+3],
             "s":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "t":true, "f":false, "z":null, "e":{}, "a":[]}"#;
         let want: Value = serde_json::from_str(text).unwrap();
-        assert_eq!(
-            read(text.as_bytes()),
-            Ok(Payload {
-                value: want,
-                fault: None
-            })
-        );
+        let read_whole = read(text.as_bytes()).map(|p| (p.value, p.fault));
+        assert_eq!(read_whole, Ok((want, None)));
         for bad in [
             r#"{"n":01}"#,
             r#"{"n":1.}"#,

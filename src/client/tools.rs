@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Shell, args_object, patch, str_field};
+use super::{Shell, patch, str_field};
 
 /// The name a Cursor shell call gets once normalized.
 pub const CURSOR_SHELL: &str = "Shell";
@@ -15,18 +15,17 @@ pub const WINDSURF_WRITE: &str = "write_code";
 pub const WINDSURF_RUN: &str = "run_command";
 
 /// The shell call of a tool named `name`: the command under `command`, the folder under `dir_key`.
-pub fn shell_call(tool: &str, name: &str, input: &Value, dir_key: Option<&str>) -> Option<Shell> {
+pub fn shell_call(tool: &str, name: &str, args: &Value, dir_key: Option<&str>) -> Option<Shell> {
     if tool != name {
         return None;
     }
-    let args = args_object(input);
     let command = match &args["command"] {
         Value::String(s) => s.clone(),
         // An argv: `["bash", "-lc", "script"]` runs its last word.
         Value::Array(words) => words.last()?.as_str()?.to_string(),
         _ => return None,
     };
-    let dir = dir_key.and_then(|k| str_field(&args, &[k]));
+    let dir = dir_key.and_then(|k| str_field(args, &[k]));
     Some(Shell { command, dir })
 }
 
@@ -42,19 +41,23 @@ pub(crate) enum Edit {
     PatchLines(&'static [&'static str]),
 }
 
-/// The files a call of `tool` edits, as `edits` (tool names joined by `|`) say; `None`: the
-/// tool edits nothing.
-pub(crate) fn edited(edits: &[(&str, Edit)], tool: &str, input: &Value) -> Option<Vec<String>> {
+/// The files a call of `tool` with `args` (as sent: `input`) edits, as `edits` (tool names
+/// joined by `|`) say; `None`: the tool edits nothing.
+pub(crate) fn edited(
+    edits: &[(&str, Edit)],
+    tool: &str,
+    args: &Value,
+    input: &Value,
+) -> Option<Vec<String>> {
     let (_, edit) = edits
         .iter()
         .find(|(names, _)| names.split('|').any(|n| n == tool))?;
-    let args = args_object(input);
     let text = match *edit {
         Edit::Viewable(_) if args["command"] == "view" => return None,
         Edit::Path(keys) | Edit::Viewable(keys) => {
-            return Some(str_field(&args, keys).into_iter().collect());
+            return Some(str_field(args, keys).into_iter().collect());
         }
-        Edit::Patch(keys) => str_field(&args, keys),
+        Edit::Patch(keys) => str_field(args, keys),
         Edit::PatchLines(keys) => keys.iter().find_map(|k| args.get(*k)).and_then(lines),
     };
     let text = text.or_else(|| input.as_str().map(str::to_string));
@@ -62,12 +65,11 @@ pub(crate) fn edited(edits: &[(&str, Edit)], tool: &str, input: &Value) -> Optio
 }
 
 /// Cline's `run_commands`: each of its `commands` runs in the workspace, read as one script.
-pub fn cline_shell(tool: &str, input: &Value) -> Option<Shell> {
+pub fn cline_shell(tool: &str, args: &Value) -> Option<Shell> {
     if tool != "run_commands" {
         return None;
     }
-    let args = args_object(input);
-    let command = lines(&args["commands"]).or_else(|| str_field(&args, &["command"]))?;
+    let command = lines(&args["commands"]).or_else(|| str_field(args, &["command"]))?;
     Some(Shell { command, dir: None })
 }
 
@@ -127,7 +129,7 @@ pub fn windsurf_normalize(payload: Value) -> Value {
         return payload;
     };
     if let Some(event) = event {
-        p.entry("hook_event_name").or_insert(json!(event.clone()));
+        p.entry("hook_event_name").or_insert(json!(event));
         let info = p.get("tool_info").cloned().unwrap_or(Value::Null);
         match event.as_str() {
             "pre_write_code" | "post_write_code" => {

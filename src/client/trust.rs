@@ -117,11 +117,11 @@ pub fn codex(root: &Path) -> Verdict {
     })?;
     let level = self_and_ancestors(root).find_map(|d| {
         let level = doc.get("projects")?.get(d.as_str())?.get("trust_level")?;
-        Some((d.clone(), level.as_str()?.to_string()))
+        Some((level.as_str()?.to_string(), d))
     });
     match level {
-        Some((_, l)) if l == "trusted" => {}
-        Some((d, l)) => {
+        Some((l, _)) if l == "trusted" => {}
+        Some((l, d)) => {
             let why = format!("{} sets trust_level = \"{l}\" for {d}", path.display());
             return Err(Trust::new(No, why));
         }

@@ -613,13 +613,9 @@ mod tests {
                 .into_iter()
                 .map(|t| t.rel)
                 .collect();
-            let mut want = Vec::new();
-            for n in inside {
-                if !want.contains(&n) {
-                    want.push(n);
-                }
-            }
-            prop_assert_eq!(got, want);
+            let mut seen = std::collections::HashSet::new();
+            inside.retain(|n| seen.insert(n.clone()));
+            prop_assert_eq!(got, inside);
         }
     }
 }

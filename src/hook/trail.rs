@@ -86,15 +86,12 @@ fn short_prompt(text: &str) -> String {
             .map_or("", |(_, after)| after)
             .trim_start();
     }
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let line = words.join(" ");
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= PROMPT_CHARS {
         return line;
     }
-    let mut cut: String = line.chars().take(PROMPT_CHARS - 1).collect();
-    cut.truncate(cut.trim_end().len());
-    cut.push('…');
-    cut
+    let cut: String = line.chars().take(PROMPT_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
 }
 
 /// `Some(Some(what))`: the client now waits for its user; `Some(None)`: it no longer does;

@@ -16,6 +16,7 @@ use signal_hook::iterator::Signals;
 use coord::identity;
 use coord::lock::Owner;
 use coord::mcp::{Server, jsonrpc, tool_result};
+use coord::message::base36;
 use coord::session;
 use coord::stamp::{self, Partner, Scope};
 use coord::workspace::{AgentId, Workspace};
@@ -158,9 +159,8 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let explicit = ctx.agent_explicit()?.is_some();
     // Who the server will be, for the instructions: nobody is clocked in before a tool call.
-    let named = ctx
-        .agent_opt()?
-        .map_or_else(|| AgentId::parse(&random_name()), Ok)?;
+    let random = || AgentId::parse(&format!("mcp-{}", base36(host::random_u64(), 6)));
+    let named = ctx.agent_opt()?.map_or_else(random, Ok)?;
     let interval = session::heartbeat_interval()?;
     // Listen before anything else, so a signal that arrives meanwhile is not lost.
     let mut signals =
@@ -344,11 +344,6 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<Value>) -> &'static str {
             return "stdout closed";
         }
     }
-}
-
-/// `mcp-` and 6 random lowercase letters and digits.
-fn random_name() -> String {
-    format!("mcp-{}", coord::message::base36(host::random_u64(), 6))
 }
 
 /// What the client tells the model: who it is here and how the protocol goes, in a few lines.
