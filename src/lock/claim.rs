@@ -36,10 +36,8 @@ pub struct Judged {
 /// would drop every claim in it.
 fn read_records(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
     let path = layout::claims_file(&crate::worktree::shared_root(root));
-    let bytes = match fsutil::read_capped(&path, CLAIMS_CAP) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        read => read.at("read", &path)?,
-    };
+    let bytes = fsutil::if_found(fsutil::read_capped(&path, CLAIMS_CAP)).at("read", &path)?;
+    let bytes = bytes.unwrap_or_default();
     let (mut claims, mut others) = (Vec::new(), Vec::new());
     for block in String::from_utf8_lossy(&bytes).split("\n\n") {
         match parse_block(&path, block) {

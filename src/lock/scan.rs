@@ -160,10 +160,8 @@ pub(super) fn lookup_roster(root: &Path) -> Result<Vec<String>> {
         return Ok(Vec::new());
     }
     let roster = layout::roster(&crate::worktree::shared_root(root));
-    let bytes = match fsutil::read_capped(&roster, RECORD_CAP) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        read => read.at("read", &roster)?,
-    };
+    let bytes = fsutil::if_found(fsutil::read_capped(&roster, RECORD_CAP)).at("read", &roster)?;
+    let bytes = bytes.unwrap_or_default();
     Ok((String::from_utf8_lossy(&bytes).lines().map(str::trim))
         .filter(|id| crate::workspace::is_valid_agent_id(id))
         .map(str::to_string)
