@@ -218,10 +218,9 @@ pub(super) fn release_here(
             for (pattern, token) in held {
                 let found =
                     (0..all.len()).find(|&i| !gone[i] && is_ours(&all[i], me, pattern, token));
-                let outcome = match found {
-                    Some(i) => ours(&all, i, &mut gone, &mut marked),
-                    None => ReleaseOutcome::Lost,
-                };
+                let outcome = found.map_or(ReleaseOutcome::Lost, |i| {
+                    ours(&all, i, &mut gone, &mut marked)
+                });
                 out.push(Release::new(pattern, true, outcome));
             }
         }
@@ -231,11 +230,10 @@ pub(super) fn release_here(
         records.extend(keep.map(|(e, _)| raw_text(e)));
         write_all(root, &records)?;
     }
-    if !record {
-        return Ok((out, Vec::new()));
+    if record {
+        super::events::released(root, agent, &out);
     }
-    super::events::released(root, agent, &out);
-    Ok((out, marked))
+    Ok((out, if record { marked } else { Vec::new() }))
 }
 
 fn is_ours(e: &LockEntry, me: &str, pattern: &str, token: &str) -> bool {

@@ -182,7 +182,7 @@ fn release_files(
     force: bool,
     all: bool,
 ) -> Result<Here> {
-    let mutex = ws.lock_mutex()?;
+    let _mutex = ws.lock_mutex()?;
     if all {
         // Entries left by processes killed between an entry and its lock file.
         index::prune(ws.root());
@@ -232,7 +232,6 @@ fn release_files(
     }
     remove_ours(ws, agent, &g.ours)?;
     super::events::released(ws.root(), agent, &out);
-    drop(mutex);
     Ok((out, g.marked))
 }
 
@@ -304,10 +303,7 @@ pub(super) fn release_tokens(
         let path = layout::lock_file(&target.abs, agent.id());
         let current = LockEntry::read(path.clone(), target.rel.clone(), agent.id().to_string())
             .filter(|c| !g.done.contains(&path) && c.token() == Some(token.as_str()));
-        let outcome = match current {
-            Some(c) => g.ours(&target.rel, &c),
-            None => ReleaseOutcome::Lost,
-        };
+        let outcome = current.map_or(ReleaseOutcome::Lost, |c| g.ours(&target.rel, &c));
         out.push(Release::new(&target.rel, false, outcome));
     }
     let removed = remove_ours(ws, agent, &g.ours);
@@ -353,8 +349,8 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         let gone = |(pid, h)| host::recorded_process_gone(pid, h, e.process_start());
         !follows_other_process(e, None) || e.process().is_some_and(gone)
     };
-    let path = layout::lock_file(&target.abs, agent.id());
-    if let Some(e) = LockEntry::read(path, target.rel.clone(), agent.id().to_string())
+    let canonical = layout::lock_file(&target.abs, agent.id());
+    if let Some(e) = LockEntry::read(canonical.clone(), target.rel.clone(), agent.id().into())
         && let Some(token) = e.token()
     {
         return ours(&e).then(|| Fence::Token(token.to_string()));
@@ -363,7 +359,6 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         .filter(|e| e.agent == agent.id() && ours(e))
         .collect();
     // The canonical spelling first, then the others in name order.
-    let canonical = layout::lock_file(&target.abs, agent.id());
     mine.sort_by_key(|e| (e.lock_path != canonical, e.lock_path.clone()));
     mine.into_iter().find_map(|e| {
         if let Some(token) = e.token() {
