@@ -126,22 +126,10 @@ fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
     deepest.map(|(_, t)| t.to_string())
 }
 
-/// Mount points escape space, tab, newline and backslash as `\ooo`.
+/// Mount points escape space, tab, newline and backslash as `\ooo` (the backslash last).
 fn unescape_mount(s: &str) -> PathBuf {
-    use std::os::unix::ffi::OsStringExt;
-    let mut out = Vec::with_capacity(s.len());
-    let mut rest = s.as_bytes();
-    while let Some((&b, tail)) = rest.split_first() {
-        let octal =
-            (tail.get(..3)).filter(|d| b == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        let byte = octal.map(|d| {
-            d.iter()
-                .fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0'))
-        });
-        out.push(byte.unwrap_or(b));
-        rest = &tail[octal.map_or(0, <[u8]>::len)..];
-    }
-    PathBuf::from(std::ffi::OsString::from_vec(out))
+    let s = s.replace("\\040", " ").replace("\\011", "\t");
+    PathBuf::from(s.replace("\\012", "\n").replace("\\134", "\\"))
 }
 
 /// How the workspace mutex is built.

@@ -116,7 +116,6 @@ pub fn since_text(since: Option<&str>, now: &Timestamp) -> String {
 pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
     let presence = presence::read(root, &e.agent).ok().flatten();
     let task = presence.as_ref().and_then(|p| p.field("working_on"));
-    let working_on = working_text(task, e.reason());
     let holder_state = presence.as_ref().map(|p| p.state(now));
     let client = e.client_session().is_some() && e.process_start().is_some();
     let follows = e.process().and_then(|(pid, h)| {
@@ -150,7 +149,7 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
         file: e.file.clone(),
         holder,
         since: format_since(e.since.as_ref(), now),
-        working_on,
+        working_on: working_text(task, e.reason()),
         record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
         holder_state,
         follows,

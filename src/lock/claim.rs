@@ -36,10 +36,8 @@ pub struct Judged {
 /// would drop every claim in it.
 fn read_records(root: &Path) -> Result<(Vec<LockEntry>, Vec<String>)> {
     let path = layout::claims_file(&crate::worktree::shared_root(root));
-    let bytes = match fsutil::read_capped(&path, CLAIMS_CAP) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        read => read.at("read", &path)?,
-    };
+    let bytes = fsutil::if_found(fsutil::read_capped(&path, CLAIMS_CAP)).at("read", &path)?;
+    let bytes = bytes.unwrap_or_default();
     let (mut claims, mut others) = (Vec::new(), Vec::new());
     for block in String::from_utf8_lossy(&bytes).split("\n\n") {
         match parse_block(&path, block) {
@@ -220,10 +218,9 @@ pub(super) fn release_here(
             for (pattern, token) in held {
                 let found =
                     (0..all.len()).find(|&i| !gone[i] && is_ours(&all[i], me, pattern, token));
-                let outcome = match found {
-                    Some(i) => ours(&all, i, &mut gone, &mut marked),
-                    None => ReleaseOutcome::Lost,
-                };
+                let outcome = found.map_or(ReleaseOutcome::Lost, |i| {
+                    ours(&all, i, &mut gone, &mut marked)
+                });
                 out.push(Release::new(pattern, true, outcome));
             }
         }
@@ -233,11 +230,10 @@ pub(super) fn release_here(
         records.extend(keep.map(|(e, _)| raw_text(e)));
         write_all(root, &records)?;
     }
-    if !record {
-        return Ok((out, Vec::new()));
+    if record {
+        super::events::released(root, agent, &out);
     }
-    super::events::released(root, agent, &out);
-    Ok((out, marked))
+    Ok((out, if record { marked } else { Vec::new() }))
 }
 
 fn is_ours(e: &LockEntry, me: &str, pattern: &str, token: &str) -> bool {

@@ -99,9 +99,7 @@ pub(crate) fn register(
         let mut rec = Record::new();
         rec.set("agent", agent.name());
         rec.set("file", key);
-        if claim {
-            rec.set("claim", "yes");
-        }
+        rec.set_opt("claim", claim.then_some("yes"));
         rec.set("pid", host::pid().to_string());
         rec.set("host", host::hostname());
         rec.set("since", crate::clock::now_string());

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::scan::{Listing, lookup_roster};
 use super::{
     LockEntry, LockState, MARK, classify, follows_other_process, index, list_locks_each,
-    own_locks_listed, scan_tree, take_over,
+    own_locks_listed, scan_tree, take_over, with_claims_then_remote,
 };
 use crate::clock;
 use crate::error::Refusal;
@@ -115,29 +115,33 @@ pub(super) fn kind(claim: bool) -> Kind {
 /// remote (none when the release is not recorded), for the remote step.
 pub(super) type Here = (Vec<Release>, Vec<Marked>);
 
-/// Release `agent`'s locks on `targets` (all its locks when `None`, hand-made ones by a walk).
-pub(super) fn release(
+/// Release `agent`'s locks on `targets` (with `None`: every lock it holds, hand-made ones found
+/// by a walk, and its claims), then, on the remote, the records of those published there.
+pub fn release(
     ws: &Workspace,
     agent: &AgentId,
     targets: Option<&[Target]>,
     force: bool,
-) -> Result<Here> {
+) -> Result<Vec<Release>> {
     // Refused before the walk below.
     ws.require_arbitration()?;
-    match targets {
-        Some(t) => release_files(ws, agent, t.to_vec(), force, false),
+    let here = match targets {
+        Some(t) => release_files(ws, agent, t.to_vec(), force, false)?,
         None => {
             let walked = scan_tree(ws).into_iter().filter(|e| e.agent == agent.id());
             let targets = held_targets(ws, agent, walked.map(|e| e.file));
-            release_files(ws, agent, targets, force, true)
+            release_files(ws, agent, targets, force, true)?
         }
-    }
+    };
+    with_claims_then_remote(ws, agent, here, targets.is_none())
 }
 
-/// Release every lock `agent` took through coord, from the index and presence (no walk).
-pub(super) fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Here> {
+/// Release every lock and claim `agent` took through coord, from the index and presence (no
+/// walk), then, on the remote, the records of those published there.
+pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
     let targets = held_targets(ws, agent, std::iter::empty());
-    release_files(ws, agent, targets, false, true)
+    let here = release_files(ws, agent, targets, false, true)?;
+    with_claims_then_remote(ws, agent, here, true)
 }
 
 /// `walked`, then the files coord's index and `agent`'s presence say it holds, as targets, once.
@@ -178,7 +182,7 @@ fn release_files(
     force: bool,
     all: bool,
 ) -> Result<Here> {
-    let mutex = ws.lock_mutex()?;
+    let _mutex = ws.lock_mutex()?;
     if all {
         // Entries left by processes killed between an entry and its lock file.
         index::prune(ws.root());
@@ -228,7 +232,6 @@ fn release_files(
     }
     remove_ours(ws, agent, &g.ours)?;
     super::events::released(ws.root(), agent, &out);
-    drop(mutex);
     Ok((out, g.marked))
 }
 
@@ -300,10 +303,7 @@ pub(super) fn release_tokens(
         let path = layout::lock_file(&target.abs, agent.id());
         let current = LockEntry::read(path.clone(), target.rel.clone(), agent.id().to_string())
             .filter(|c| !g.done.contains(&path) && c.token() == Some(token.as_str()));
-        let outcome = match current {
-            Some(c) => g.ours(&target.rel, &c),
-            None => ReleaseOutcome::Lost,
-        };
+        let outcome = current.map_or(ReleaseOutcome::Lost, |c| g.ours(&target.rel, &c));
         out.push(Release::new(&target.rel, false, outcome));
     }
     let removed = remove_ours(ws, agent, &g.ours);
@@ -349,8 +349,8 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         let gone = |(pid, h)| host::recorded_process_gone(pid, h, e.process_start());
         !follows_other_process(e, None) || e.process().is_some_and(gone)
     };
-    let path = layout::lock_file(&target.abs, agent.id());
-    if let Some(e) = LockEntry::read(path, target.rel.clone(), agent.id().to_string())
+    let canonical = layout::lock_file(&target.abs, agent.id());
+    if let Some(e) = LockEntry::read(canonical.clone(), target.rel.clone(), agent.id().into())
         && let Some(token) = e.token()
     {
         return ours(&e).then(|| Fence::Token(token.to_string()));
@@ -359,7 +359,6 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
         .filter(|e| e.agent == agent.id() && ours(e))
         .collect();
     // The canonical spelling first, then the others in name order.
-    let canonical = layout::lock_file(&target.abs, agent.id());
     mine.sort_by_key(|e| (e.lock_path != canonical, e.lock_path.clone()));
     mine.into_iter().find_map(|e| {
         if let Some(token) = e.token() {

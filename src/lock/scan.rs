@@ -31,8 +31,7 @@ pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
 /// listed (not a folder without locks).
 pub fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
     let root = targets.first().and_then(root_of);
-    let roster = root.map(|root| lookup_roster(&root)).transpose()?;
-    let roster = roster.unwrap_or_default();
+    let roster = (root.map(|root| lookup_roster(&root)).transpose()?).unwrap_or_default();
     let how = Listing {
         roster: &roster,
         ..Listing::default()
@@ -160,10 +159,8 @@ pub(super) fn lookup_roster(root: &Path) -> Result<Vec<String>> {
         return Ok(Vec::new());
     }
     let roster = layout::roster(&crate::worktree::shared_root(root));
-    let bytes = match fsutil::read_capped(&roster, RECORD_CAP) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        read => read.at("read", &roster)?,
-    };
+    let bytes = fsutil::if_found(fsutil::read_capped(&roster, RECORD_CAP)).at("read", &roster)?;
+    let bytes = bytes.unwrap_or_default();
     Ok((String::from_utf8_lossy(&bytes).lines().map(str::trim))
         .filter(|id| crate::workspace::is_valid_agent_id(id))
         .map(str::to_string)
@@ -183,8 +180,7 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
 pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
     let tops = crate::worktree::tops(ws.root());
-    let walked = scan_folder(&tops, "");
-    with_indexed(ws, &tops, walked)
+    with_indexed(ws, &tops, scan_folder(&tops, ""))
 }
 
 /// `found`, with the locks coord's index names in every work tree of `tops` that it lacks.
@@ -225,9 +221,7 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     // The walker opens the ignore files it meets as any file (following a link, blocking on a
     // FIFO, reading it whole): where one of them is no small regular file, its rules are not
     // read, and what they would hide is walked (a lock found there is shown, never missed).
-    let by_rules = !start
-        .ancestors()
-        .any(|d| unsafe_ignore_file(&d.join(GITIGNORE)));
+    let by_rules = !(start.ancestors()).any(|d| unsafe_ignore_file(&d.join(GITIGNORE)));
     let exclude = !(common.iter().map(|c| c.join(INFO_EXCLUDE)))
         .chain([root.join(".git").join(INFO_EXCLUDE)])
         .any(|f| unsafe_ignore_file(&f))

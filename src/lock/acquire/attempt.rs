@@ -428,8 +428,7 @@ impl<'a> Try<'a> {
         let mut out = Vec::with_capacity(plans.len());
         for p in plans {
             let token = token_of(p.mine.as_ref());
-            let place = Some((root, branch.as_deref()));
-            let text = self.record(&token, p.key.as_str(), place);
+            let text = self.record(&token, p.key.as_str(), Some((root, branch.as_deref())));
             records.push(remote_claim::keep_mark(text, p.mine.as_ref()));
             let locks = (p.stale_locks.iter()).map(|e| TakeOver::lock(e, Some(&e.file)));
             let took_over = (p.stale_claims.iter().map(TakeOver::claim)).chain(locks);
@@ -454,9 +453,7 @@ impl<'a> Try<'a> {
         let req = self.req;
         let mut rec = Record::new();
         rec.set("Agent", req.agent.name());
-        if claim.is_some() {
-            rec.set("id", req.agent.id());
-        }
+        rec.set_opt("id", claim.map(|_| req.agent.id()));
         rec.set("locked_at", clock::format_timestamp(&self.now));
         rec.set(if claim.is_some() { "pattern" } else { "file" }, key);
         rec.set("token", token);

@@ -218,10 +218,7 @@ impl Tries<'_> {
         let mutex = match ws.lock_mutex_within(patience) {
             Ok(m) => m,
             Err(e @ Error::Interrupted { .. }) => return Err(e),
-            Err(e) => match seen_holder(ws, &req.agent, targets) {
-                Some(b) => return Ok(Attempt::Busy(b)),
-                None => return Err(e),
-            },
+            Err(e) => return (seen_holder(ws, &req.agent, targets).map(Attempt::Busy)).ok_or(e),
         };
         let attempt = attempt(self, &mutex)?;
         let waits = self.may_wait && !self.deadline.passed();
