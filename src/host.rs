@@ -8,12 +8,9 @@ pub fn hostname() -> &'static str {
     static NAME: OnceLock<String> = OnceLock::new();
     NAME.get_or_init(|| {
         let uts = rustix::system::uname();
-        let name = uts.nodename().to_string_lossy().into_owned();
-        if name.is_empty() {
-            "localhost".to_string()
-        } else {
-            name
-        }
+        let name = uts.nodename().to_string_lossy();
+        let name = if name.is_empty() { "localhost" } else { &name };
+        name.to_string()
     })
 }
 
@@ -133,9 +130,7 @@ fn probe(pid: u32) -> Option<Option<String>> {
     if pid == self::pid() {
         return Some(None);
     }
-    let Ok(Some(id)) = i32::try_from(pid).map(rustix::process::Pid::from_raw) else {
-        return None;
-    };
+    let id = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
     match rustix::process::test_kill_process(id) {
         Ok(()) => {
             let stat = stat_line(pid);
