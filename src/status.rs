@@ -338,12 +338,8 @@ pub fn agent_view(p: &Presence, now: &Timestamp) -> AgentView {
 
 /// The label of an agent (see [`AgentView::label`]); `several`: name its tree and branch.
 fn agent_label(a: &AgentView, several: bool) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(c) = &a.client
-        && !a.agent.starts_with(&format!("{c}-"))
-    {
-        parts.push(c.clone());
-    }
+    let own = |c: &String| !a.agent.starts_with(&format!("{c}-"));
+    let mut parts: Vec<String> = a.client.clone().into_iter().filter(own).collect();
     if several {
         let tree = a.worktree.as_deref().map(crate::worktree::short_name);
         parts.extend(tree.map(str::to_string));
@@ -400,13 +396,11 @@ pub fn settle_lock_status<'a>(
 fn gone_tree_locks(presences: &[Presence], now: &Timestamp) -> Vec<LockView> {
     let mut out = Vec::new();
     for p in presences {
-        let Some(tree) = p.field(crate::worktree::PRESENCE_KEY) else {
+        let gone = |t: &&str| crate::worktree::is_gone(std::path::Path::new(t));
+        let Some(tree) = p.field(crate::worktree::PRESENCE_KEY).filter(gone) else {
             continue;
         };
         let top = std::path::Path::new(tree);
-        if !crate::worktree::is_gone(top) {
-            continue;
-        }
         for file in p.locks() {
             let lock_path = crate::layout::lock_file(&top.join(&file), &p.id);
             out.push(LockView {
