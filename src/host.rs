@@ -235,17 +235,8 @@ pub fn is_ancestor(pid: u32) -> bool {
 
 /// This process's parent, its parent, and so on (at most 64, read as asked).
 pub fn ancestors() -> impl Iterator<Item = u32> {
-    let mut last = None;
-    std::iter::from_fn(move || {
-        let pid = match last {
-            None => std::os::unix::process::parent_id(),
-            Some(p) if p > 1 => parent_of_pid(p)?,
-            Some(_) => return None,
-        };
-        last = Some(pid);
-        Some(pid)
-    })
-    .take(64)
+    let parent = |&p: &u32| (p > 1).then(|| parent_of_pid(p)).flatten();
+    std::iter::successors(Some(std::os::unix::process::parent_id()), parent).take(64)
 }
 
 /// The parent of process `pid`, from `/proc/<pid>/stat`; `None` when it cannot be read.
