@@ -335,12 +335,10 @@ impl Workspace {
         let mut parts: Vec<&str> = base.split('/').filter(|s| !s.is_empty()).collect();
         let trailing = arg.ends_with('/');
         for p in arg.split('/').filter(|s| !s.is_empty() && *s != ".") {
-            if p == ".." {
-                if parts.pop().is_none() {
-                    return Err(bad("it leaves the workspace".into()));
-                }
-            } else {
+            if p != ".." {
                 parts.push(p);
+            } else if parts.pop().is_none() {
+                return Err(bad("it leaves the workspace".into()));
             }
         }
         let text = parts.join("/") + if trailing { "/" } else { "" };
