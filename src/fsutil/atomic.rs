@@ -118,8 +118,7 @@ pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8], held: bool) -> Re
         if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
             put(tmp, path)?;
-            let (file, _) = open_nofollow(path, Access::Read)?;
-            return keep(&file);
+            return keep(&super::open_regular_nofollow(path)?);
         }
         let kept = keep(tmp.as_file())?;
         swap_in(tmp, path).map(|()| kept)
