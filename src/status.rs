@@ -508,33 +508,28 @@ pub fn who(
     } else {
         Vec::new()
     };
-    let claims_where = |hit: &dyn Fn(&crate::pattern::Pattern) -> bool| {
-        let hits = all_claims.iter().filter(|c| hit(&c.pattern));
-        hits.map(|c| claim_view(&c.entry, &now)).collect()
-    };
     let files = args
         .iter()
-        .map(|a| match a {
-            FileArg::File(t) => {
-                let mut entries = of_files.next().unwrap_or_default();
-                lock::classify(ws.root(), &mut entries, &mut cache, &now);
-                FileHolders {
-                    file: t.rel.clone(),
-                    claim: false,
-                    claims: claims_where(&|c| c.matches(&t.rel)),
-                    locks: entries.iter().map(holder).collect(),
+        .map(|a| {
+            // A file is asked about as the pattern that matches it alone.
+            let (pattern, locks) = match a {
+                FileArg::File(t) => {
+                    let mut entries = of_files.next().unwrap_or_default();
+                    lock::classify(ws.root(), &mut entries, &mut cache, &now);
+                    (crate::pattern::Pattern::literal(&t.rel), entries)
                 }
+                FileArg::Claim(p) => {
+                    let hits = every.iter().filter(|e| p.matches(&e.file));
+                    (p.clone(), hits.cloned().collect())
+                }
+            };
+            let claims = all_claims.iter().filter(|c| c.pattern.overlaps(&pattern));
+            FileHolders {
+                file: pattern.as_str().to_string(),
+                claim: matches!(a, FileArg::Claim(_)),
+                claims: claims.map(|c| claim_view(&c.entry, &now)).collect(),
+                locks: locks.iter().map(holder).collect(),
             }
-            FileArg::Claim(p) => FileHolders {
-                file: p.as_str().to_string(),
-                claim: true,
-                claims: claims_where(&|c| c.overlaps(p)),
-                locks: every
-                    .iter()
-                    .filter(|e| p.matches(&e.file))
-                    .map(holder)
-                    .collect(),
-            },
         })
         .collect();
     (files, unreadable)
