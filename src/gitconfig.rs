@@ -37,10 +37,7 @@ fn setting(line: &str, key: &str) -> Option<Option<String>> {
         Some((name, value)) => (name.trim().to_string(), Some(value)),
         None => (unquoted(line), None),
     };
-    if name.is_empty() || !name.eq_ignore_ascii_case(key) {
-        return None;
-    }
-    Some(value.map(unquoted))
+    (!name.is_empty() && name.eq_ignore_ascii_case(key)).then(|| value.map(unquoted))
 }
 
 /// A value as git reads it: comments cut, surrounding blanks trimmed, quotes removed and the
@@ -101,10 +98,8 @@ pub fn excludes_file(common: &Path) -> Option<PathBuf> {
             .flatten()
             .filter(|v| !v.is_empty())
     });
-    match set {
-        Some(value) => Some(expand_home(&value)),
-        None => config_home().map(|c| c.join("git").join("ignore")),
-    }
+    let default = || config_home().map(|c| c.join("git").join("ignore"));
+    set.map(|value| expand_home(&value)).or_else(default)
 }
 
 /// `~/…` with the home folder put in.

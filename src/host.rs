@@ -8,12 +8,9 @@ pub fn hostname() -> &'static str {
     static NAME: OnceLock<String> = OnceLock::new();
     NAME.get_or_init(|| {
         let uts = rustix::system::uname();
-        let name = uts.nodename().to_string_lossy().into_owned();
-        if name.is_empty() {
-            "localhost".to_string()
-        } else {
-            name
-        }
+        let name = uts.nodename().to_string_lossy();
+        let name = if name.is_empty() { "localhost" } else { &name };
+        name.to_string()
     })
 }
 
@@ -133,9 +130,7 @@ fn probe(pid: u32) -> Option<Option<String>> {
     if pid == self::pid() {
         return Some(None);
     }
-    let Ok(Some(id)) = i32::try_from(pid).map(rustix::process::Pid::from_raw) else {
-        return None;
-    };
+    let id = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
     match rustix::process::test_kill_process(id) {
         Ok(()) => {
             let stat = stat_line(pid);
@@ -240,17 +235,8 @@ pub fn is_ancestor(pid: u32) -> bool {
 
 /// This process's parent, its parent, and so on (at most 64, read as asked).
 pub fn ancestors() -> impl Iterator<Item = u32> {
-    let mut last = None;
-    std::iter::from_fn(move || {
-        let pid = match last {
-            None => std::os::unix::process::parent_id(),
-            Some(p) if p > 1 => parent_of_pid(p)?,
-            Some(_) => return None,
-        };
-        last = Some(pid);
-        Some(pid)
-    })
-    .take(64)
+    let parent = |&p: &u32| (p > 1).then(|| parent_of_pid(p)).flatten();
+    std::iter::successors(Some(std::os::unix::process::parent_id()), parent).take(64)
 }
 
 /// The parent of process `pid`, from `/proc/<pid>/stat`; `None` when it cannot be read.
@@ -302,10 +288,8 @@ impl ProcessGroup {
 
     /// Whether any process of the group is left.
     pub fn alive(&self) -> bool {
-        match rustix::process::test_kill_process_group(self.pgid) {
-            Ok(()) => true,
-            Err(e) => e == rustix::io::Errno::PERM,
-        }
+        let denied = |e| e == rustix::io::Errno::PERM;
+        rustix::process::test_kill_process_group(self.pgid).map_or_else(denied, |()| true)
     }
 
     /// Wait until the group has ended, killing what is left at `deadline`; whether it is gone.

@@ -221,11 +221,8 @@ fn parse_class(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
         }
         .ok_or_else(|| "a `[` is never closed by `]`".to_string())
     };
-    let mut i = start + 1;
-    let negated = matches!(chars.get(i), Some('!') | Some('^'));
-    if negated {
-        i += 1;
-    }
+    let negated = matches!(chars.get(start + 1), Some('!' | '^'));
+    let mut i = start + 1 + usize::from(negated);
     let mut ranges = Vec::new();
     loop {
         if chars.get(i) == Some(&']') && !ranges.is_empty() {

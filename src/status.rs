@@ -338,12 +338,8 @@ pub fn agent_view(p: &Presence, now: &Timestamp) -> AgentView {
 
 /// The label of an agent (see [`AgentView::label`]); `several`: name its tree and branch.
 fn agent_label(a: &AgentView, several: bool) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(c) = &a.client
-        && !a.agent.starts_with(&format!("{c}-"))
-    {
-        parts.push(c.clone());
-    }
+    let own = |c: &String| !a.agent.starts_with(&format!("{c}-"));
+    let mut parts: Vec<String> = a.client.clone().into_iter().filter(own).collect();
     if several {
         let tree = a.worktree.as_deref().map(crate::worktree::short_name);
         parts.extend(tree.map(str::to_string));
@@ -400,13 +396,11 @@ pub fn settle_lock_status<'a>(
 fn gone_tree_locks(presences: &[Presence], now: &Timestamp) -> Vec<LockView> {
     let mut out = Vec::new();
     for p in presences {
-        let Some(tree) = p.field(crate::worktree::PRESENCE_KEY) else {
+        let gone = |t: &&str| crate::worktree::is_gone(std::path::Path::new(t));
+        let Some(tree) = p.field(crate::worktree::PRESENCE_KEY).filter(gone) else {
             continue;
         };
         let top = std::path::Path::new(tree);
-        if !crate::worktree::is_gone(top) {
-            continue;
-        }
         for file in p.locks() {
             let lock_path = crate::layout::lock_file(&top.join(&file), &p.id);
             out.push(LockView {
@@ -514,33 +508,28 @@ pub fn who(
     } else {
         Vec::new()
     };
-    let claims_where = |hit: &dyn Fn(&crate::pattern::Pattern) -> bool| {
-        let hits = all_claims.iter().filter(|c| hit(&c.pattern));
-        hits.map(|c| claim_view(&c.entry, &now)).collect()
-    };
     let files = args
         .iter()
-        .map(|a| match a {
-            FileArg::File(t) => {
-                let mut entries = of_files.next().unwrap_or_default();
-                lock::classify(ws.root(), &mut entries, &mut cache, &now);
-                FileHolders {
-                    file: t.rel.clone(),
-                    claim: false,
-                    claims: claims_where(&|c| c.matches(&t.rel)),
-                    locks: entries.iter().map(holder).collect(),
+        .map(|a| {
+            // A file is asked about as the pattern that matches it alone.
+            let (pattern, locks) = match a {
+                FileArg::File(t) => {
+                    let mut entries = of_files.next().unwrap_or_default();
+                    lock::classify(ws.root(), &mut entries, &mut cache, &now);
+                    (crate::pattern::Pattern::literal(&t.rel), entries)
                 }
+                FileArg::Claim(p) => {
+                    let hits = every.iter().filter(|e| p.matches(&e.file));
+                    (p.clone(), hits.cloned().collect())
+                }
+            };
+            let claims = all_claims.iter().filter(|c| c.pattern.overlaps(&pattern));
+            FileHolders {
+                file: pattern.as_str().to_string(),
+                claim: matches!(a, FileArg::Claim(_)),
+                claims: claims.map(|c| claim_view(&c.entry, &now)).collect(),
+                locks: locks.iter().map(holder).collect(),
             }
-            FileArg::Claim(p) => FileHolders {
-                file: p.as_str().to_string(),
-                claim: true,
-                claims: claims_where(&|c| c.overlaps(p)),
-                locks: every
-                    .iter()
-                    .filter(|e| p.matches(&e.file))
-                    .map(holder)
-                    .collect(),
-            },
         })
         .collect();
     (files, unreadable)

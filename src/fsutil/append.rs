@@ -148,10 +148,7 @@ fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) ->
     let upto = (line_at - start) as usize;
     let skip = match from {
         0 => 0,
-        _ => bytes[..upto]
-            .iter()
-            .position(|b| *b == b'\n')
-            .map_or(upto, |at| at + 1),
+        _ => memchr::memchr(b'\n', &bytes[..upto]).map_or(upto, |at| at + 1),
     };
     let newest = &bytes[skip..];
     let dir = parent_of(path);

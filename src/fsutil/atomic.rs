@@ -34,13 +34,10 @@ pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
 /// An error without the path `tempfile` adds to its message (`… at path ".coord-….tmp"`), which
 /// means nothing to the user: the caller names the file.
 fn bare(e: io::Error) -> io::Error {
-    if e.raw_os_error().is_some() {
-        return e;
-    }
     let text = e.to_string();
     match text.rfind(" at path ") {
-        Some(cut) => io::Error::new(e.kind(), text[..cut].to_string()),
-        None => e,
+        Some(cut) if e.raw_os_error().is_none() => io::Error::new(e.kind(), &text[..cut]),
+        _ => e,
     }
 }
 
@@ -82,7 +79,7 @@ pub fn create_new_held(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<F
     publish_via(path, parent_of(path), fill, |tmp| {
         if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
-            let reopen = || open_nofollow(path, Access::Read).map(|(file, _)| file);
+            let reopen = || super::open_regular_nofollow(path);
             return persist_new(tmp, path)?.then(reopen).transpose();
         }
         match tmp.persist_noclobber(path) {
@@ -121,8 +118,7 @@ pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8], held: bool) -> Re
         if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
             put(tmp, path)?;
-            let (file, _) = open_nofollow(path, Access::Read)?;
-            return keep(&file);
+            return keep(&super::open_regular_nofollow(path)?);
         }
         let kept = keep(tmp.as_file())?;
         swap_in(tmp, path).map(|()| kept)

@@ -150,10 +150,9 @@ pub(crate) fn fit_dir_mode(dir: &Path) {
 
 /// The folder holding `path` (`.` for a bare name).
 pub(crate) fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 fn symlink_refused() -> io::Error {

@@ -251,9 +251,8 @@ impl Workspace {
             return Err(bad("it contains a NUL byte"));
         }
         let joined = cwd.join(arg);
-        let name = match joined.components().next_back() {
-            Some(Component::Normal(name)) => name.to_os_string(),
-            _ => return Err(bad("it does not name a file")),
+        let Some(Component::Normal(name)) = joined.components().next_back() else {
+            return Err(bad("it does not name a file"));
         };
         let parent = joined.parent().unwrap_or(Path::new("/"));
         // The root is resolved already: a file right in it (the usual case) needs no lookup.
@@ -262,10 +261,8 @@ impl Workspace {
         } else {
             fs::canonicalize(parent).map_err(|_| bad("its folder does not exist"))?
         };
-        let mut abs = parent.join(&name);
-        if let Ok(meta) = fs::symlink_metadata(&abs)
-            && meta.is_symlink()
-        {
+        let mut abs = parent.join(name);
+        if fs::symlink_metadata(&abs).is_ok_and(|m| m.is_symlink()) {
             abs = fs::canonicalize(&abs).map_err(|_| bad("it is a dangling symlink"))?;
         }
         if !abs.starts_with(&self.root) {
@@ -338,12 +335,10 @@ impl Workspace {
         let mut parts: Vec<&str> = base.split('/').filter(|s| !s.is_empty()).collect();
         let trailing = arg.ends_with('/');
         for p in arg.split('/').filter(|s| !s.is_empty() && *s != ".") {
-            if p == ".." {
-                if parts.pop().is_none() {
-                    return Err(bad("it leaves the workspace".into()));
-                }
-            } else {
+            if p != ".." {
                 parts.push(p);
+            } else if parts.pop().is_none() {
+                return Err(bad("it leaves the workspace".into()));
             }
         }
         let text = parts.join("/") + if trailing { "/" } else { "" };
