@@ -235,8 +235,18 @@ pub fn is_ancestor(pid: u32) -> bool {
 
 /// This process's parent, its parent, and so on (at most 64, read as asked).
 pub fn ancestors() -> impl Iterator<Item = u32> {
-    let parent = |&p: &u32| (p > 1).then(|| parent_of_pid(p)).flatten();
-    std::iter::successors(Some(std::os::unix::process::parent_id()), parent).take(64)
+    // Not `iter::successors`: it reads the next parent before the caller asks for it.
+    let mut last = None;
+    std::iter::from_fn(move || {
+        let pid = match last {
+            None => std::os::unix::process::parent_id(),
+            Some(p) if p > 1 => parent_of_pid(p)?,
+            Some(_) => return None,
+        };
+        last = Some(pid);
+        Some(pid)
+    })
+    .take(64)
 }
 
 /// The parent of process `pid`, from `/proc/<pid>/stat`; `None` when it cannot be read.
