@@ -25,8 +25,7 @@ pub use blocker::{Blocker, Follows, format_since, since_text, working_text};
 pub use index::{entries as indexed, forget_gone};
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
-    Fence, Release, ReleaseOutcome, RemoteRelease, holds_fence, own_fence, own_token, release,
-    release_all, session_locks,
+    Fence, Release, ReleaseOutcome, RemoteRelease, holds_fence, own_fence, own_token, session_locks,
 };
 pub use remote_claim::renewal;
 pub use remote_claim::{
@@ -54,6 +53,25 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 use crate::record::Record;
 use crate::workspace::{AgentId, Target, Workspace};
+
+/// Release `agent`'s locks on `targets` (with `None`: every lock it holds, hand-made ones found
+/// by a walk, and its claims), then, on the remote, the records of those published there.
+pub fn release(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: Option<&[Target]>,
+    force: bool,
+) -> Result<Vec<Release>> {
+    let here = release::release(ws, agent, targets, force)?;
+    with_claims_then_remote(ws, agent, here, targets.is_none())
+}
+
+/// Release every lock and claim `agent` took through coord, from the index and presence (no
+/// walk), then, on the remote, the records of those published there.
+pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
+    let here = release::release_all(ws, agent)?;
+    with_claims_then_remote(ws, agent, here, true)
+}
 
 /// Release locks this process took, by compare-and-delete of their tokens; with `record`, in
 /// the history and on the remote too.

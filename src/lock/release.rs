@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::scan::{Listing, lookup_roster};
 use super::{
     LockEntry, LockState, MARK, classify, follows_other_process, index, list_locks_each,
-    own_locks_listed, scan_tree, take_over, with_claims_then_remote,
+    own_locks_listed, scan_tree, take_over,
 };
 use crate::clock;
 use crate::error::Refusal;
@@ -115,33 +115,29 @@ pub(super) fn kind(claim: bool) -> Kind {
 /// remote (none when the release is not recorded), for the remote step.
 pub(super) type Here = (Vec<Release>, Vec<Marked>);
 
-/// Release `agent`'s locks on `targets` (with `None`: every lock it holds, hand-made ones found
-/// by a walk, and its claims), then, on the remote, the records of those published there.
-pub fn release(
+/// Release `agent`'s locks on `targets` (all its locks when `None`, hand-made ones by a walk).
+pub(super) fn release(
     ws: &Workspace,
     agent: &AgentId,
     targets: Option<&[Target]>,
     force: bool,
-) -> Result<Vec<Release>> {
+) -> Result<Here> {
     // Refused before the walk below.
     ws.require_arbitration()?;
-    let here = match targets {
-        Some(t) => release_files(ws, agent, t.to_vec(), force, false)?,
+    match targets {
+        Some(t) => release_files(ws, agent, t.to_vec(), force, false),
         None => {
             let walked = scan_tree(ws).into_iter().filter(|e| e.agent == agent.id());
             let targets = held_targets(ws, agent, walked.map(|e| e.file));
-            release_files(ws, agent, targets, force, true)?
+            release_files(ws, agent, targets, force, true)
         }
-    };
-    with_claims_then_remote(ws, agent, here, targets.is_none())
+    }
 }
 
-/// Release every lock and claim `agent` took through coord, from the index and presence (no
-/// walk), then, on the remote, the records of those published there.
-pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
+/// Release every lock `agent` took through coord, from the index and presence (no walk).
+pub(super) fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Here> {
     let targets = held_targets(ws, agent, std::iter::empty());
-    let here = release_files(ws, agent, targets, false, true)?;
-    with_claims_then_remote(ws, agent, here, true)
+    release_files(ws, agent, targets, false, true)
 }
 
 /// `walked`, then the files coord's index and `agent`'s presence say it holds, as targets, once.
