@@ -81,9 +81,7 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if got.acquired.iter().any(|a| a.remote.is_some()) {
         super::remote::start_renewer(&ws);
     }
-    output::took_over_lines(&got.acquired)
-        .iter()
-        .for_each(|l| output::diag(l));
+    output::took_over_notes(&got.acquired);
     if !ctx.quiet {
         // A typo is otherwise silent: the lock is taken (a file may be locked before it is
         // made), and the user is told the file is not there yet.

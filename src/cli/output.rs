@@ -322,6 +322,11 @@ pub fn cycle(edges: &[coord::lock::deadlock::WaitEdge]) -> String {
     steps.collect::<Vec<_>>().join(", ")
 }
 
+/// Say on stderr, for each stale lock an acquisition took over, whose it was and why.
+pub fn took_over_notes(acquired: &[coord::lock::Acquired]) {
+    took_over_lines(acquired).iter().for_each(|l| diag(l));
+}
+
 /// For each stale lock or claim an acquisition took over, whose it was and why.
 pub fn took_over_lines(acquired: &[coord::lock::Acquired]) -> Vec<String> {
     acquired

@@ -61,9 +61,7 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         RunEvent::Lock(e) => progress.on_event(e),
         RunEvent::Locked(got) => {
             progress.finish();
-            output::took_over_lines(&got.acquired)
-                .iter()
-                .for_each(|l| output::diag(l));
+            output::took_over_notes(&got.acquired);
             if !ctx.quiet {
                 output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
             }
