@@ -516,11 +516,12 @@ pub fn who(
                 FileArg::File(t) => {
                     let mut entries = of_files.next().unwrap_or_default();
                     lock::classify(ws.root(), &mut entries, &mut cache, &now);
-                    (crate::pattern::Pattern::literal(&t.rel), entries)
+                    let locks = entries.iter().map(holder).collect();
+                    (crate::pattern::Pattern::literal(&t.rel), locks)
                 }
                 FileArg::Claim(p) => {
                     let hits = every.iter().filter(|e| p.matches(&e.file));
-                    (p.clone(), hits.cloned().collect())
+                    (p.clone(), hits.map(holder).collect())
                 }
             };
             let claims = all_claims.iter().filter(|c| c.pattern.overlaps(&pattern));
@@ -528,7 +529,7 @@ pub fn who(
                 file: pattern.as_str().to_string(),
                 claim: matches!(a, FileArg::Claim(_)),
                 claims: claims.map(|c| claim_view(&c.entry, &now)).collect(),
-                locks: locks.iter().map(holder).collect(),
+                locks,
             }
         })
         .collect();
