@@ -35,17 +35,23 @@ crate::record::names! {
     /// What happened; its `event` field is the variant's name in snake case.
     Kind {
         LockTaken = "lock_taken": "A lock was taken.",
-        LockReleased = "lock_released": "A lock was released (by its holder, or a STALE one with `--force`).",
+        LockReleased = "lock_released": "A lock was released (by its holder, or a STALE one with \
+            `--force`).",
         LockTakenOver = "lock_taken_over": "A STALE lock was taken over.",
         LockWaiting = "lock_waiting": "An agent started waiting for a lock another holds.",
-        LockRefused = "lock_refused": "A lock was refused (held by another, a wait that timed out, a deadlock).",
+        LockRefused = "lock_refused": "A lock was refused (held by another, a wait that timed out, \
+            a deadlock).",
         ClaimTaken = "claim_taken": "A claim on a folder or pattern was taken.",
         ClaimReleased = "claim_released": "A claim was released.",
-        ClaimLost = "claim_lost": "A claim published on the remote was found taken over there (its lease lapsed): given back.",
-        LockLost = "lock_lost": "A lock shared on the remote (`--share`) was found taken over there: given back here.",
-        EditDenied = "edit_denied": "A client's hook denied an edit (the file is held by another agent).",
+        ClaimLost = "claim_lost": "A claim published on the remote was found taken over there (its \
+            lease lapsed): given back.",
+        LockLost = "lock_lost": "A lock shared on the remote (`--share`) was found taken over \
+            there: given back here.",
+        EditDenied = "edit_denied": "A client's hook denied an edit (the file is held by another \
+            agent).",
         EditMade = "edit_made": "A client's hook saw an edit made.",
-        ShellEdit = "shell_edit": "A shell command changed a file another agent holds (seen by the post-tool hook).",
+        ShellEdit = "shell_edit": "A shell command changed a file another agent holds (seen by the \
+            post-tool hook).",
         MessageSent = "message_sent": "A message was sent.",
         DialogueTurn = "dialogue_turn": "A dialogue turn was said.",
         ReviewStep = "review_step": "A review step was finished.",
