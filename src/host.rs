@@ -298,8 +298,10 @@ impl ProcessGroup {
 
     /// Whether any process of the group is left.
     pub fn alive(&self) -> bool {
-        let denied = |e| e == rustix::io::Errno::PERM;
-        rustix::process::test_kill_process_group(self.pgid).map_or_else(denied, |()| true)
+        match rustix::process::test_kill_process_group(self.pgid) {
+            Ok(()) => true,
+            Err(e) => e == rustix::io::Errno::PERM,
+        }
     }
 
     /// Wait until the group has ended, killing what is left at `deadline`; whether it is gone.

@@ -35,8 +35,11 @@ pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
     let clock_first = is_uuid_v7(session_id)
         || (client == Client::Opencode && session_id.starts_with("ses_"))
         || (client == Client::Cline && session_id.starts_with("conv_"));
-    let skip = clock_first.then(|| alnum.len().saturating_sub(8));
-    let short: String = alnum[skip.unwrap_or(0)..].iter().take(8).collect();
+    let short: String = if clock_first {
+        alnum[alnum.len().saturating_sub(8)..].iter().collect()
+    } else {
+        alnum.iter().take(8).collect()
+    };
     AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
 }
 

@@ -97,10 +97,12 @@ impl Presence {
         // A heartbeat further in the future than the timeout is not believed either: clocks
         // that far apart (or a hand-edited date) must not keep an agent ACTIVE forever.
         let fresh = |hb| clock::age(now, &hb).max(clock::age(&hb, now)) <= HEARTBEAT_TIMEOUT;
-        match () {
-            _ if self.finished() => AgentState::Finished,
-            _ if self.heartbeat().is_some_and(fresh) => AgentState::Active,
-            _ => AgentState::Inactive,
+        if self.finished() {
+            AgentState::Finished
+        } else if self.heartbeat().is_some_and(fresh) {
+            AgentState::Active
+        } else {
+            AgentState::Inactive
         }
     }
 
@@ -260,10 +262,8 @@ pub fn write_over(
     rec.set("status", if finished { "FINISHED" } else { "ACTIVE" });
     rec.set("started", started);
     rec.set("heartbeat", &now);
-    rec.set(
-        "working_on",
-        pick(update.working_on.clone(), "working_on", "-"),
-    );
+    let working_on = pick(update.working_on.clone(), "working_on", "-");
+    rec.set("working_on", working_on);
     rec.set("current_file", current_file);
     let lock_status = update.lock_status.map(|s| s.as_str().to_string());
     rec.set("lock_status", pick(lock_status, "lock_status", "FREE"));

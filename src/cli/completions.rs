@@ -89,12 +89,11 @@ fn synopsis(cmd: &clap::Command, name: &str) -> String {
             (None, Some(l)) => format!("--{l}"),
             (None, None) => continue,
         };
-        let takes = a.get_num_args().is_some_and(|n| n.takes_values());
-        let value = takes.then(|| format!(" {}", value_of(a)));
-        let (word, required) = (
-            format!("{flag}{}", value.unwrap_or_default()),
-            a.is_required_set(),
-        );
+        let value = match a.get_num_args().is_some_and(|n| n.takes_values()) {
+            true => format!(" {}", value_of(a)),
+            false => String::new(),
+        };
+        let (word, required) = (format!("{flag}{value}"), a.is_required_set());
         words.push(if required { word } else { format!("[{word}]") });
     }
     for a in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
